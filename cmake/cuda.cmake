@@ -1,0 +1,18 @@
+# Optional CUDA backend. FSQ_CUDA=AUTO enables it when nvcc is found; the CUDA sources
+# only need the toolkit to compile, never a GPU.
+set(FSQ_HAVE_CUDA OFF)
+if(NOT FSQ_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    set(FSQ_HAVE_CUDA ON)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80 90)
+    endif()
+    set(CMAKE_CUDA_STANDARD 17)
+  elseif(FSQ_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "FSQ_CUDA=ON but no CUDA compiler (nvcc) was found")
+  endif()
+endif()
+message(STATUS "fsq: CUDA backend ${FSQ_HAVE_CUDA}")

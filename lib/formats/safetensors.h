@@ -1,0 +1,61 @@
+// safetensors reader (mmap, zero-copy, fully validated before use) and atomic writer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/mapped_file.h"
+#include "formats/dtype.h"
+
+namespace fsq {
+
+// A read-only view of one tensor's bytes inside a mapped file (little-endian, row-major).
+struct TensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const std::byte* data = nullptr;
+  size_t nbytes = 0;
+
+  int64_t numel() const;
+};
+
+class SafetensorsFile {
+ public:
+  // Maps and validates the whole file; throws fsq::Error("<path>", "<problem>") on any defect.
+  static std::shared_ptr<const SafetensorsFile> open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const { return file_.path(); }
+  const std::vector<TensorView>& tensors() const { return tensors_; }  // in file order
+  const TensorView* find(const std::string& name) const;               // nullptr if absent
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  explicit SafetensorsFile(MappedFile file);  // use open()
+
+ private:
+  MappedFile file_;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// A tensor to write: bytes are copied as given (little-endian, row-major).
+struct TensorToWrite {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::span<const std::byte> data;
+};
+
+// Writes atomically (temp file + fsync + rename + fsync dir). Tensors are stored sorted by
+// name; the data section starts 8-byte aligned. Throws fsq::Error on invalid input.
+void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace fsq

@@ -1,0 +1,93 @@
+// LLaMA-family decoder (LLaMA, Mistral, Qwen2) on at::Tensor: embedding, RMSNorm, RoPE
+// (with llama3 scaling), grouped-query attention with a causal mask, SwiGLU MLP, tied or
+// separate head, KV cache. Device-agnostic; layers are public so calibration can stream
+// the model one decoder layer at a time.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "formats/checkpoint.h"
+#include "formats/model_config.h"
+#include "runtime/arch_spec.h"
+#include "runtime/linear.h"
+
+namespace fsq {
+
+struct RuntimeOptions {
+  c10::ScalarType compute_dtype = c10::kFloat;     // activations and matmuls
+  std::optional<c10::ScalarType> weight_dtype;      // weights kept in memory; default = compute
+  c10::Device device = c10::Device(c10::kCPU);
+};
+
+// Keys/values for incremental decoding: per layer [batch, kv_heads, max_len, head_dim].
+struct KVCache {
+  std::vector<at::Tensor> k;
+  std::vector<at::Tensor> v;
+  int64_t length = 0;   // positions filled so far
+  int64_t capacity = 0;
+};
+
+// Rotary tables for positions [0, max_len): cos/sin [max_len, head_dim], HF rotate_half layout.
+struct RopeTables {
+  at::Tensor cos;
+  at::Tensor sin;
+};
+RopeTables make_rope_tables(const ModelConfig& cfg, int64_t max_len, c10::ScalarType dtype,
+                            c10::Device device);
+
+struct DecoderLayer {
+  at::Tensor input_norm;      // [hidden]
+  at::Tensor post_attn_norm;  // [hidden]
+  std::unique_ptr<Linear> q, k, v, o, gate, up, down;
+
+  // h: [B, T, hidden]; positions start at `start` (cache->length when a cache is given).
+  // With a cache the new keys/values are written at [start, start+T) of layer `index`.
+  at::Tensor forward(const at::Tensor& h, const RopeTables& rope, const ModelConfig& cfg,
+                     int64_t start, KVCache* cache, int64_t index) const;
+};
+
+class LlamaModel {
+ public:
+  // Loads weights through DenseLinear; throws fsq::Error naming the tensor on a missing
+  // tensor or a shape that disagrees with config.json.
+  static std::unique_ptr<LlamaModel> load(const Checkpoint& ckpt, const RuntimeOptions& opts);
+
+  // ids: int64 [B, T]. Without a cache: positions 0..T-1. With a cache: positions
+  // cache->length .. +T-1, then cache->length += T. Returns fp32 logits [B, T, vocab].
+  at::Tensor forward(const at::Tensor& ids, KVCache* cache = nullptr) const;
+
+  KVCache new_cache(int64_t batch, int64_t max_len) const;
+
+  // Pieces for layer-streaming callers.
+  at::Tensor embed(const at::Tensor& ids) const;         // [B, T, hidden] in compute dtype
+  at::Tensor head(const at::Tensor& hidden) const;       // final norm + lm_head -> fp32 logits
+  const std::vector<DecoderLayer>& layers() const { return layers_; }
+  const RopeTables& rope() const { return rope_; }
+
+  const ModelConfig& config() const { return cfg_; }
+  const ArchSpec& arch() const { return *arch_; }
+  const RuntimeOptions& options() const { return opts_; }
+  int64_t parameter_count() const { return parameter_count_; }
+
+ private:
+  ModelConfig cfg_;
+  const ArchSpec* arch_ = nullptr;
+  RuntimeOptions opts_;
+  at::Tensor embed_;       // [vocab, hidden]
+  at::Tensor final_norm_;  // [hidden]
+  std::unique_ptr<Linear> lm_head_;
+  std::vector<DecoderLayer> layers_;
+  RopeTables rope_;
+  int64_t parameter_count_ = 0;
+};
+
+// Sets LibTorch's intra-op threads (and OpenMP's); <= 0 means hardware concurrency.
+int set_threads(int threads);
+
+}  // namespace fsq
