@@ -11,7 +11,8 @@ namespace fsq {
 struct LinearSpec {
   std::string role;     // "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"
   std::string pattern;  // weight name without ".weight", e.g. "model.layers.{layer}.self_attn.q_proj"
-  bool bias = false;    // has a ".bias" tensor
+  bool bias = false;    // always has a ".bias" tensor (Qwen2 q/k/v)
+  bool bias_if_attention_bias = false;  // has one when config.json sets attention_bias (LLaMA)
 };
 
 // Linears that read the same input: the output of `norm` (or of `source_linear`'s input

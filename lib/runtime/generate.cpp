@@ -1,0 +1,31 @@
+#include "runtime/generate.h"
+
+#include <ATen/ATen.h>
+
+#include "common/error.h"
+
+namespace fsq {
+
+std::vector<int32_t> generate_greedy(const LlamaModel& model, const std::vector<int32_t>& prompt,
+                                     const GenerateOptions& opts, const std::function<void(int32_t)>& on_token) {
+  if (prompt.empty()) throw Error("generate", "empty prompt (no tokens); give a prompt or a BOS token");
+  const int64_t total = static_cast<int64_t>(prompt.size()) + opts.max_new_tokens;
+  if (total > model.config().max_position_embeddings)
+    throw Error("generate", "prompt + new tokens = " + std::to_string(total) + " exceeds the model's maximum " +
+                                std::to_string(model.config().max_position_embeddings));
+  std::vector<int32_t> out = prompt;
+  KVCache cache = model.new_cache(1, total);
+  std::vector<int64_t> ids64(prompt.begin(), prompt.end());
+  at::Tensor ids = at::tensor(ids64, at::kLong).view({1, -1}).to(model.options().device);
+  for (int64_t step = 0; step < opts.max_new_tokens; ++step) {
+    at::Tensor logits = model.forward(ids, &cache);
+    const int32_t next = static_cast<int32_t>(logits[0][-1].argmax().item<int64_t>());
+    out.push_back(next);
+    if (on_token) on_token(next);
+    if (next == opts.stop_token) break;
+    ids = at::full({1, 1}, next, at::TensorOptions().dtype(at::kLong).device(model.options().device));
+  }
+  return out;
+}
+
+}  // namespace fsq

@@ -1,0 +1,188 @@
+#include "runtime/model.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <omp.h>
+
+#include <cmath>
+#include <thread>
+
+#include "common/error.h"
+#include "runtime/torch_bridge.h"
+
+namespace fsq {
+namespace {
+
+// RMSNorm in fp32 (as HF does), result in the input's dtype.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  auto xf = x.to(at::kFloat);
+  auto normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight.to(at::kFloat).mul(normed).to(x.scalar_type());
+}
+
+at::Tensor rotate_half(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+// x: [B, heads, T, D]; cos/sin: [T, D].
+at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  return x * cos + rotate_half(x) * sin;
+}
+
+class Loader {
+ public:
+  Loader(const Checkpoint& ckpt, const RuntimeOptions& opts) : ckpt_(ckpt), opts_(opts) {}
+
+  at::Tensor get(const std::string& name, std::vector<int64_t> shape) {
+    const TensorView& v = ckpt_.get(name);
+    if (v.shape != shape) throw Error(ckpt_.dir().string(), "tensor '" + name + "' has shape " + show(v.shape) +
+                                                                ", config.json implies " + show(shape));
+    count_ += v.numel();
+    return tensor_from_view(v, opts_.weight_dtype.value_or(opts_.compute_dtype), opts_.device);
+  }
+
+  std::unique_ptr<Linear> linear(const LinearSpec& spec, int64_t layer, int64_t out, int64_t in, bool attention_bias) {
+    const std::string base = layer_name(spec.pattern, layer);
+    at::Tensor w = get(base + ".weight", {out, in});
+    std::optional<at::Tensor> b;
+    if (spec.bias || (attention_bias && spec.bias_if_attention_bias)) b = get(base + ".bias", {out});
+    return std::make_unique<DenseLinear>(std::move(w), std::move(b));
+  }
+
+  int64_t count() const { return count_; }
+
+  static std::string show(const std::vector<int64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  }
+
+ private:
+  const Checkpoint& ckpt_;
+  const RuntimeOptions& opts_;
+  int64_t count_ = 0;
+};
+
+}  // namespace
+
+int set_threads(int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  omp_set_num_threads(threads);
+  return threads;
+}
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const RuntimeOptions& opts) {
+  auto m = std::unique_ptr<LlamaModel>(new LlamaModel());
+  m->cfg_ = ckpt.config();
+  m->arch_ = &arch_spec_for(m->cfg_.architecture);
+  m->opts_ = opts;
+  const ModelConfig& c = m->cfg_;
+  const ArchSpec& a = *m->arch_;
+  Loader load(ckpt, opts);
+
+  const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
+  const int64_t q_out = c.num_heads * D, kv_out = c.num_kv_heads * D;
+  m->embed_ = load.get(a.embed, {c.vocab_size, H});
+  m->final_norm_ = load.get(a.final_norm, {H});
+  if (c.tie_word_embeddings) {
+    m->lm_head_ = std::make_unique<DenseLinear>(m->embed_, std::nullopt);
+  } else {
+    m->lm_head_ = std::make_unique<DenseLinear>(load.get(a.lm_head, {c.vocab_size, H}), std::nullopt);
+  }
+  m->layers_.resize(static_cast<size_t>(c.num_layers));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    DecoderLayer& L = m->layers_[static_cast<size_t>(i)];
+    L.input_norm = load.get(layer_name(a.input_norm, i), {H});
+    L.post_attn_norm = load.get(layer_name(a.post_attn_norm, i), {H});
+    const bool ab = c.attention_bias;
+    L.q = load.linear(a.linear("q_proj"), i, q_out, H, ab);
+    L.k = load.linear(a.linear("k_proj"), i, kv_out, H, ab);
+    L.v = load.linear(a.linear("v_proj"), i, kv_out, H, ab);
+    L.o = load.linear(a.linear("o_proj"), i, H, q_out, ab);
+    L.gate = load.linear(a.linear("gate_proj"), i, I, H, ab);
+    L.up = load.linear(a.linear("up_proj"), i, I, H, ab);
+    L.down = load.linear(a.linear("down_proj"), i, H, I, ab);
+  }
+  m->parameter_count_ = load.count();
+  m->rope_ = make_rope_tables(c, c.max_position_embeddings, opts.compute_dtype, opts.device);
+  return m;
+}
+
+at::Tensor DecoderLayer::forward(const at::Tensor& h, const RopeTables& rope, const ModelConfig& cfg,
+                                 int64_t start, KVCache* cache, int64_t index) const {
+  const int64_t B = h.size(0), T = h.size(1), D = cfg.head_dim;
+  const int64_t heads = cfg.num_heads, kv_heads = cfg.num_kv_heads, rep = heads / kv_heads;
+  if (start + T > rope.cos.size(0))
+    throw Error("forward", "positions up to " + std::to_string(start + T) + " exceed the model's maximum " +
+                               std::to_string(rope.cos.size(0)));
+
+  // Attention block.
+  at::Tensor x = rms_norm(h, input_norm, cfg.rms_norm_eps);
+  at::Tensor qh = q->forward(x).view({B, T, heads, D}).transpose(1, 2);
+  at::Tensor kh = k->forward(x).view({B, T, kv_heads, D}).transpose(1, 2);
+  at::Tensor vh = v->forward(x).view({B, T, kv_heads, D}).transpose(1, 2);
+  const at::Tensor cos = rope.cos.narrow(0, start, T), sin = rope.sin.narrow(0, start, T);
+  qh = apply_rope(qh, cos, sin);
+  kh = apply_rope(kh, cos, sin);
+  int64_t S = T;  // key length
+  if (cache != nullptr) {
+    if (start + T > cache->capacity)
+      throw Error("KV cache", "needs " + std::to_string(start + T) + " positions, capacity " +
+                                  std::to_string(cache->capacity));
+    cache->k[index].narrow(2, start, T).copy_(kh);
+    cache->v[index].narrow(2, start, T).copy_(vh);
+    S = start + T;
+    kh = cache->k[index].narrow(2, 0, S);
+    vh = cache->v[index].narrow(2, 0, S);
+  }
+  // Grouped-query attention without copying K/V: query heads of one KV head share a batch slot.
+  at::Tensor q5 = qh.reshape({B, kv_heads, rep, T, D});
+  at::Tensor k5 = kh.unsqueeze(2);
+  at::Tensor v5 = vh.unsqueeze(2);
+  at::Tensor scores = at::matmul(q5, k5.transpose(-1, -2)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(D)));
+  const int64_t offset = S - T;  // query t sits at absolute position offset + t
+  if (T > 1) {
+    at::Tensor mask = at::ones({T, S}, at::TensorOptions().dtype(at::kBool).device(h.device())).triu(offset + 1);
+    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  }
+  at::Tensor probs = at::softmax(scores, -1).to(h.scalar_type());
+  at::Tensor attn = at::matmul(probs, v5).reshape({B, heads, T, D}).transpose(1, 2).reshape({B, T, heads * D});
+  at::Tensor h2 = h + o->forward(attn);
+
+  // SwiGLU MLP block.
+  at::Tensor y = rms_norm(h2, post_attn_norm, cfg.rms_norm_eps);
+  return h2 + down->forward(at::silu(gate->forward(y)) * up->forward(y));
+}
+
+at::Tensor LlamaModel::embed(const at::Tensor& ids) const {
+  return at::embedding(embed_, ids.to(embed_.device())).to(opts_.compute_dtype);
+}
+
+at::Tensor LlamaModel::head(const at::Tensor& hidden) const {
+  return lm_head_->forward(rms_norm(hidden, final_norm_, cfg_.rms_norm_eps)).to(at::kFloat);
+}
+
+at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache) const {
+  if (ids.dim() != 2) throw Error("forward", "token ids must be [batch, tokens]");
+  const int64_t start = cache ? cache->length : 0;
+  at::Tensor h = embed(ids);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    h = layers_[i].forward(h, rope_, cfg_, start, cache, static_cast<int64_t>(i));
+  if (cache) cache->length += ids.size(1);
+  return head(h);
+}
+
+KVCache LlamaModel::new_cache(int64_t batch, int64_t max_len) const {
+  KVCache c;
+  c.capacity = std::min(max_len, cfg_.max_position_embeddings);
+  auto opts = at::TensorOptions().dtype(opts_.compute_dtype).device(opts_.device);
+  for (int64_t i = 0; i < cfg_.num_layers; ++i) {
+    c.k.push_back(at::zeros({batch, cfg_.num_kv_heads, c.capacity, cfg_.head_dim}, opts));
+    c.v.push_back(at::zeros({batch, cfg_.num_kv_heads, c.capacity, cfg_.head_dim}, opts));
+  }
+  return c;
+}
+
+}  // namespace fsq

@@ -1,0 +1,63 @@
+#include "runtime/torch_bridge.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+#include "common/error.h"
+
+namespace fsq {
+
+c10::ScalarType to_scalar_type(DType t) {
+  switch (t) {
+    case DType::F32: return at::kFloat;
+    case DType::F16: return at::kHalf;
+    case DType::BF16: return at::kBFloat16;
+    case DType::F64: return at::kDouble;
+    case DType::I8: return at::kChar;
+    case DType::U8: return at::kByte;
+    case DType::I16: return at::kShort;
+    case DType::I32: return at::kInt;
+    case DType::I64: return at::kLong;
+    case DType::BOOL: return at::kBool;
+  }
+  throw Error("dtype", "no LibTorch scalar type");
+}
+
+at::Tensor tensor_from_view(const TensorView& v, c10::ScalarType dtype, c10::Device device) {
+  // from_blob does not copy; the explicit clone/to below does, so the result owns its memory
+  // and the mapped file may be closed afterwards.
+  auto src = at::from_blob(const_cast<std::byte*>(v.data), v.shape,
+                           at::TensorOptions().dtype(to_scalar_type(v.dtype)));
+  at::Tensor out = src.to(at::TensorOptions().dtype(dtype).device(device), /*non_blocking=*/false,
+                          /*copy=*/true);
+  return out;
+}
+
+c10::ScalarType parse_compute_dtype(const std::string& name) {
+  if (name == "f32" || name == "float32" || name == "fp32") return at::kFloat;
+  if (name == "bf16" || name == "bfloat16") return at::kBFloat16;
+  if (name == "f16" || name == "float16" || name == "fp16" || name == "half") return at::kHalf;
+  throw Error("--dtype " + name, "unknown dtype; use f32, bf16 or f16");
+}
+
+std::string scalar_type_name(c10::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "f32";
+    case at::kBFloat16: return "bf16";
+    case at::kHalf: return "f16";
+    case at::kDouble: return "f64";
+    default: return c10::toString(t);
+  }
+}
+
+c10::Device parse_device(const std::string& name) {
+  if (name == "cpu") return c10::Device(c10::kCPU);
+  if (name.rfind("cuda", 0) == 0) {
+    if (!at::hasCUDA())
+      throw Error("--device " + name, "this fsq build's LibTorch has no CUDA or no GPU is visible; use --device cpu");
+    return c10::Device(name);
+  }
+  throw Error("--device " + name, "unknown device; use cpu or cuda[:N]");
+}
+
+}  // namespace fsq
