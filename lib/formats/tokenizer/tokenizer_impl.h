@@ -1,0 +1,42 @@
+// Internals shared by the tokenizer implementations and load_tokenizer (not installed API).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "formats/tokenizer.h"
+
+namespace fsq::tok {
+
+// A valid tokenizer file that uses a feature fsq does not implement (e.g. a WordPiece model
+// or a Metaspace pre-tokenizer). load_tokenizer falls back to tokenizer.model on it.
+class UnsupportedTokenizer : public Error {
+ public:
+  using Error::Error;
+};
+
+// What load_tokenizer needs beyond the public interface: piece lookup for the special
+// tokens named in tokenizer_config.json, and a way to apply them.
+class TokenizerImpl : public Tokenizer {
+ public:
+  // Id of a piece / added token with exactly this text, or -1.
+  virtual int32_t token_to_id(std::string_view token) const = 0;
+  void set_special(int32_t bos, int32_t eos, bool add_bos) {
+    bos_id_ = bos;
+    eos_id_ = eos;
+    add_bos_ = add_bos;
+  }
+  void set_sha256(std::string hex) { sha256_ = std::move(hex); }
+};
+
+std::unique_ptr<TokenizerImpl> open_sentencepiece(const std::filesystem::path& path);
+std::unique_ptr<TokenizerImpl> open_hf_tokenizer_json(const std::filesystem::path& path);
+
+// One-line rendering of a library message (nlohmann/PCRE2 text may hold newlines).
+std::string one_line(std::string text);
+
+}  // namespace fsq::tok
