@@ -1,0 +1,154 @@
+// Hugging Face checkpoint directory. Like transformers, a single model.safetensors wins
+// over an index; a sharded set is cross-checked against its index both ways (every mapped
+// tensor is in its shard, every shard tensor is mapped, no tensor in two shards) so a
+// mixed-up download fails at open instead of loading the wrong weights.
+#include "formats/checkpoint.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/sha256.h"
+
+namespace fsq {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kSingleFile = "model.safetensors";
+constexpr const char* kIndexFile = "model.safetensors.index.json";
+
+std::string quote_name(const std::string& s) {
+  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string(), "cannot open file");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    std::string msg = e.what();
+    if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
+    for (char& ch : msg)
+      if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // keep the message on one line
+    if (msg.size() > 300) msg = msg.substr(0, 300) + "...";  // it quotes the input it read
+    throw Error(path.string(), "not valid JSON: " + msg);
+  }
+}
+
+// weight_map of the index: tensor name -> shard file name (a plain name inside dir).
+std::map<std::string, std::string> read_weight_map(const fs::path& index) {
+  const std::string where = index.string();
+  const json j = read_json(index);
+  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+    throw Error(where, "expected an object with a \"weight_map\" object");
+  std::map<std::string, std::string> map;
+  for (const auto& [name, file] : j["weight_map"].items()) {
+    if (!file.is_string())
+      throw Error(where, "weight_map entry " + quote_name(name) + " must be a file name string");
+    const auto& f = file.get_ref<const std::string&>();
+    // Shards must sit beside the index; a path could point anywhere on the machine.
+    if (f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos)
+      throw Error(where, "weight_map entry " + quote_name(name) + " names " + quote_name(f) +
+                             ", which is not a plain file name");
+    map[name] = f;
+  }
+  if (map.empty()) throw Error(where, "weight_map is empty");
+  return map;
+}
+
+}  // namespace
+
+Checkpoint Checkpoint::open(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error(dir.string(), fs::exists(dir, ec) ? "not a directory" : "checkpoint directory not found");
+  Checkpoint c;
+  c.dir_ = dir;
+  const fs::path config = dir / "config.json";
+  if (!fs::exists(config, ec)) throw Error(config.string(), "file not found (every checkpoint needs one)");
+  c.config_ = load_model_config(config);
+
+  const fs::path single = dir / kSingleFile;
+  const fs::path index = dir / kIndexFile;
+  if (fs::exists(single, ec)) {
+    c.shards_.push_back(SafetensorsFile::open(single));
+    return c;
+  }
+  if (!fs::exists(index, ec))
+    throw Error(dir.string(), std::string("no weights: neither ") + kSingleFile + " nor " + kIndexFile);
+
+  const auto weight_map = read_weight_map(index);
+  std::map<std::string, size_t> shard_of_file;  // file name -> position in shards_ (name order)
+  for (const auto& [name, file] : weight_map) shard_of_file.emplace(file, 0);
+  for (auto& [file, pos] : shard_of_file) {
+    const fs::path p = dir / file;
+    if (!fs::exists(p, ec))
+      throw Error(index.string(), "shard " + quote_name(file) + " named in weight_map does not exist");
+    pos = c.shards_.size();
+    c.shards_.push_back(SafetensorsFile::open(p));
+  }
+
+  std::map<std::string, const SafetensorsFile*> owner;
+  for (const auto& shard : c.shards_) {
+    const std::string file = shard->path().filename().string();
+    for (const TensorView& t : shard->tensors()) {
+      auto [it, fresh] = owner.emplace(t.name, shard.get());
+      if (!fresh)
+        throw Error(index.string(), "tensor " + quote_name(t.name) + " is in two shards, " +
+                                        quote_name(it->second->path().filename().string()) + " and " +
+                                        quote_name(file));
+      auto mapped = weight_map.find(t.name);
+      if (mapped == weight_map.end())
+        throw Error(index.string(), "tensor " + quote_name(t.name) + " in shard " + quote_name(file) +
+                                        " is not listed in weight_map");
+    }
+  }
+  for (const auto& [name, file] : weight_map) {
+    if (c.shards_[shard_of_file.at(file)]->find(name) == nullptr)
+      throw Error(index.string(), "tensor " + quote_name(name) + " is mapped to shard " + quote_name(file) +
+                                      ", which does not contain it");
+  }
+  return c;
+}
+
+const TensorView* Checkpoint::find(const std::string& name) const {
+  for (const auto& shard : shards_)
+    if (const TensorView* t = shard->find(name)) return t;
+  return nullptr;
+}
+
+const TensorView& Checkpoint::get(const std::string& name) const {
+  if (const TensorView* t = find(name)) return *t;
+  throw Error(dir_.string(), "checkpoint has no tensor " + quote_name(name));
+}
+
+std::vector<const TensorView*> Checkpoint::tensors() const {
+  std::vector<const TensorView*> out;
+  for (const auto& shard : shards_)
+    for (const TensorView& t : shard->tensors()) out.push_back(&t);
+  std::sort(out.begin(), out.end(),
+            [](const TensorView* a, const TensorView* b) { return a->name < b->name; });
+  return out;
+}
+
+// sha256 of the text sha256_hex(shard) + file name, for each shard in file-name order
+// (shards_ is kept in that order). Naming the files makes a renamed shard a different
+// identity; hashing hashes keeps it cheap to recompute from per-file sums. Reads every
+// shard in full, so callers should compute it once.
+std::string Checkpoint::weights_sha256() const {
+  std::string text;
+  for (const auto& shard : shards_)
+    text += sha256_file(shard->path()) + shard->path().filename().string();
+  return sha256_hex(text);
+}
+
+}  // namespace fsq

@@ -1,0 +1,174 @@
+// safetensors writer -> reader round trips, writer input validation, and the real
+// stories260K file.
+#include <gtest/gtest.h>
+
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "formats/dtype.h"
+#include "formats/safetensors.h"
+#include "test_support.h"
+
+namespace fsq::test {
+namespace {
+
+const fs::path kStories = fs::path(FSQ_SHARED_DIR) / "models" / "stories260K";
+// From shared/models/MANIFEST.md.
+constexpr size_t kStoriesTensors = 47;
+constexpr int64_t kStoriesParams = 260032;
+
+uint64_t header_length(const fs::path& p) {
+  std::string b = read_bytes(p);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<uint8_t>(b[i]);
+  return n;
+}
+
+TEST(DType, NamesAndSizesRoundTrip) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8, DType::U8,
+                  DType::I16, DType::I32, DType::I64, DType::BOOL}) {
+    auto back = dtype_from_name(dtype_name(t));
+    ASSERT_TRUE(back.has_value()) << dtype_name(t);
+    EXPECT_EQ(*back, t);
+  }
+  EXPECT_EQ(dtype_size(DType::BF16), 2u);
+  EXPECT_EQ(dtype_size(DType::F64), 8u);
+  EXPECT_EQ(dtype_size(DType::BOOL), 1u);
+  EXPECT_FALSE(dtype_from_name("F8_E4M3").has_value());
+  EXPECT_FALSE(dtype_from_name("f32").has_value());  // names are case-sensitive
+}
+
+TEST(Safetensors, RoundTripIsBitExact) {
+  TempDir dir;
+  const fs::path p = dir / "t.safetensors";
+  std::vector<float> a = {1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 1e-30f};
+  std::vector<uint16_t> b = {0x3f80, 0x7fc0, 0xff80, 0x0001, 0x8000};  // bf16 incl. NaN, -inf
+  std::vector<int64_t> c = {-9'000'000'000'000'000'000};
+  std::vector<uint8_t> d = {1, 0, 1};
+  std::vector<uint8_t> empty;
+  // Given out of order: the file must store them sorted by name.
+  std::vector<TensorToWrite> in = {
+      {"z.scalar", DType::I64, {}, as_bytes(c)},
+      {"a.weight", DType::F32, {2, 3}, as_bytes(a)},
+      {"m.bias", DType::BF16, {5}, as_bytes(b)},
+      {"b.mask", DType::BOOL, {3}, as_bytes(d)},
+      {"e.empty", DType::U8, {0, 4}, as_bytes(empty)},
+  };
+  std::map<std::string, std::string> meta = {{"format", "pt"}, {"note", "line\nbreak \"quoted\""}};
+  write_safetensors(p, in, meta);
+
+  EXPECT_EQ((8 + header_length(p)) % 8, 0u) << "data section must start 8-byte aligned";
+  auto f = SafetensorsFile::open(p);
+  EXPECT_EQ(f->metadata(), meta);
+  ASSERT_EQ(f->tensors().size(), in.size());
+  std::vector<std::string> names;
+  for (const auto& t : f->tensors()) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a.weight", "b.mask", "e.empty", "m.bias", "z.scalar"}));
+  for (const auto& w : in) {
+    const TensorView* t = f->find(w.name);
+    ASSERT_NE(t, nullptr) << w.name;
+    EXPECT_EQ(t->dtype, w.dtype) << w.name;
+    EXPECT_EQ(t->shape, w.shape) << w.name;
+    ASSERT_EQ(t->nbytes, w.data.size()) << w.name;
+    EXPECT_TRUE(same_bytes(t->data, w.data)) << w.name;
+  }
+  EXPECT_EQ(f->find("a.weight")->numel(), 6);
+  EXPECT_EQ(f->find("z.scalar")->numel(), 1);
+  EXPECT_EQ(f->find("e.empty")->numel(), 0);
+  EXPECT_EQ(f->find("missing"), nullptr);
+
+  // Same input, same bytes: outputs are reproducible.
+  const fs::path p2 = dir / "t2.safetensors";
+  write_safetensors(p2, in, meta);
+  EXPECT_EQ(read_bytes(p), read_bytes(p2));
+}
+
+TEST(Safetensors, EmptyFileAndNoMetadata) {
+  TempDir dir;
+  const fs::path p = dir / "empty.safetensors";
+  write_safetensors(p, {});
+  EXPECT_EQ((8 + header_length(p)) % 8, 0u);
+  auto f = SafetensorsFile::open(p);
+  EXPECT_TRUE(f->tensors().empty());
+  EXPECT_TRUE(f->metadata().empty());
+}
+
+TEST(Safetensors, WriterRejectsBadInput) {
+  TempDir dir;
+  const fs::path p = dir / "bad.safetensors";
+  std::vector<float> six(6, 1.0f);
+  struct Bad {
+    const char* what;
+    std::vector<TensorToWrite> tensors;
+    std::map<std::string, std::string> meta;
+    const char* expected;
+  };
+  const std::vector<Bad> cases = {
+      {"size mismatch", {{"w", DType::F32, {2, 2}, as_bytes(six)}}, {}, "needs 16"},
+      {"duplicate", {{"w", DType::F32, {6}, as_bytes(six)}, {"w", DType::F32, {6}, as_bytes(six)}}, {}, "twice"},
+      {"reserved name", {{"__metadata__", DType::F32, {6}, as_bytes(six)}}, {}, "reserved"},
+      {"negative dim", {{"w", DType::F32, {-6}, as_bytes(six)}}, {}, "negative"},
+      {"overflow", {{"w", DType::F32, {1LL << 40, 1LL << 40}, as_bytes(six)}}, {}, "overflows"},
+      {"empty name", {{"", DType::F32, {6}, as_bytes(six)}}, {}, "empty name"},
+      {"bad utf8 name", {{"w\xff\nx", DType::F32, {6}, as_bytes(six)}}, {}, "UTF-8"},
+      {"bad utf8 metadata", {}, {{"k", "\xc3"}}, "UTF-8"},
+  };
+  for (const Bad& c : cases) {
+    try {
+      write_safetensors(p, c.tensors, c.meta);
+      ADD_FAILURE() << c.what << ": no error";
+    } catch (const fsq::Error& e) {
+      std::string msg = e.what();
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << c.what << ": " << msg;
+      EXPECT_NE(msg.find("bad.safetensors"), std::string::npos) << c.what << ": " << msg;
+      EXPECT_NE(msg.find(c.expected), std::string::npos) << c.what << ": " << msg;
+    }
+    EXPECT_FALSE(fs::exists(p)) << c.what;
+  }
+  // Nothing half-written is left behind.
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(Safetensors, ReadsStories260K) {
+  const fs::path p = kStories / "model.safetensors";
+  if (!fs::exists(p)) GTEST_SKIP() << "fixture missing: " << p << " (see shared/models/MANIFEST.md)";
+  auto f = SafetensorsFile::open(p);
+  EXPECT_EQ(f->tensors().size(), kStoriesTensors);
+  int64_t params = 0;
+  for (const auto& t : f->tensors()) {
+    EXPECT_EQ(t.dtype, DType::F32) << t.name;
+    params += t.numel();
+  }
+  EXPECT_EQ(params, kStoriesParams);
+  const TensorView* emb = f->find("model.embed_tokens.weight");
+  ASSERT_NE(emb, nullptr);
+  EXPECT_EQ(emb->shape, (std::vector<int64_t>{512, 64}));
+  const TensorView* down = f->find("model.layers.4.mlp.down_proj.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->shape, (std::vector<int64_t>{64, 172}));
+  EXPECT_EQ(f->find("lm_head.weight"), nullptr);  // tied embeddings
+  EXPECT_EQ(f->metadata().at("format"), "pt");
+  EXPECT_EQ((8 + header_length(p)) % 8, 0u);
+}
+
+TEST(Safetensors, RewritingStories260KReproducesItsTensors) {
+  const fs::path src = kStories / "model.safetensors";
+  if (!fs::exists(src)) GTEST_SKIP() << "fixture missing: " << src;
+  auto f = SafetensorsFile::open(src);
+  std::vector<TensorToWrite> out;
+  for (const auto& t : f->tensors()) out.push_back({t.name, t.dtype, t.shape, {t.data, t.nbytes}});
+  TempDir dir;
+  const fs::path dst = dir / "model.safetensors";
+  write_safetensors(dst, out, f->metadata());
+  auto g = SafetensorsFile::open(dst);
+  ASSERT_EQ(g->tensors().size(), f->tensors().size());
+  for (const auto& t : f->tensors()) {
+    const TensorView* u = g->find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    ASSERT_EQ(u->nbytes, t.nbytes);
+    EXPECT_TRUE(same_bytes(u->data, {t.data, t.nbytes})) << t.name;
+  }
+}
+
+}  // namespace
+}  // namespace fsq::test
