@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/sha256.h"
+#include "formats/gguf/gguf_model.h"
 
 namespace fsq {
 namespace {
@@ -69,6 +70,7 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index) {
 
 Checkpoint Checkpoint::open(const fs::path& dir) {
   std::error_code ec;
+  if (is_gguf_path(dir)) return checkpoint_from_gguf(dir);
   if (!fs::is_directory(dir, ec))
     throw Error(dir.string(), fs::exists(dir, ec) ? "not a directory" : "checkpoint directory not found");
   Checkpoint c;
@@ -120,7 +122,27 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
   return c;
 }
 
+Checkpoint Checkpoint::from_memory(fs::path source, ModelConfig config, OwnedTensors tensors,
+                                   std::string weights_sha256) {
+  Checkpoint c;
+  c.dir_ = std::move(source);
+  c.config_ = std::move(config);
+  std::sort(tensors.views.begin(), tensors.views.end(),
+            [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
+  for (size_t i = 1; i < tensors.views.size(); ++i)
+    if (tensors.views[i].name == tensors.views[i - 1].name)
+      throw Error(c.dir_.string(), "tensor " + quote_name(tensors.views[i].name) + " appears twice");
+  c.owned_ = std::make_shared<const OwnedTensors>(std::move(tensors));
+  c.known_sha256_ = std::move(weights_sha256);
+  return c;
+}
+
 const TensorView* Checkpoint::find(const std::string& name) const {
+  if (owned_) {
+    auto it = std::lower_bound(owned_->views.begin(), owned_->views.end(), name,
+                               [](const TensorView& t, const std::string& n) { return t.name < n; });
+    if (it != owned_->views.end() && it->name == name) return &*it;
+  }
   for (const auto& shard : shards_)
     if (const TensorView* t = shard->find(name)) return t;
   return nullptr;
@@ -133,6 +155,8 @@ const TensorView& Checkpoint::get(const std::string& name) const {
 
 std::vector<const TensorView*> Checkpoint::tensors() const {
   std::vector<const TensorView*> out;
+  if (owned_)
+    for (const TensorView& t : owned_->views) out.push_back(&t);
   for (const auto& shard : shards_)
     for (const TensorView& t : shard->tensors()) out.push_back(&t);
   std::sort(out.begin(), out.end(),
@@ -140,11 +164,13 @@ std::vector<const TensorView*> Checkpoint::tensors() const {
   return out;
 }
 
+// One file: its own sha256 (what `sha256sum model.safetensors` prints). Several shards:
 // sha256 of the text sha256_hex(shard) + file name, for each shard in file-name order
-// (shards_ is kept in that order). Naming the files makes a renamed shard a different
-// identity; hashing hashes keeps it cheap to recompute from per-file sums. Reads every
+// (shards_ is kept in that order), so a renamed shard is a different identity. Reads every
 // shard in full, so callers should compute it once.
 std::string Checkpoint::weights_sha256() const {
+  if (!known_sha256_.empty()) return known_sha256_;
+  if (shards_.size() == 1) return sha256_file(shards_.front()->path());
   std::string text;
   for (const auto& shard : shards_)
     text += sha256_file(shard->path()) + shard->path().filename().string();

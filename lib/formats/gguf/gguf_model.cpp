@@ -1,0 +1,154 @@
+#include "formats/gguf/gguf_model.h"
+
+#include <map>
+#include <regex>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "formats/gguf/dequantize.h"
+#include "formats/gguf/gguf_reader.h"
+
+namespace fsq {
+namespace {
+
+struct ArchNames {
+  const char* gguf;           // general.architecture
+  const char* hf;             // HF class name
+  const char* model_type;
+  bool qk_permuted;           // llama.cpp's converter permuted Q/K rows (LLaMA "normal" RoPE)
+  bool qkv_bias;
+};
+
+constexpr ArchNames kArchitectures[] = {
+    {"llama", "LlamaForCausalLM", "llama", true, false},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", false, true},
+};
+
+const ArchNames& arch_names(const GgufFile& g) {
+  const std::string& arch = g.require_string("general.architecture");
+  std::string names;
+  for (const auto& a : kArchitectures) {
+    if (arch == a.gguf) return a;
+    names += (names.empty() ? "" : ", ") + std::string(a.gguf);
+  }
+  throw Error(g.name(), "general.architecture '" + arch + "' is not supported; supported: " + names);
+}
+
+// Per-block tensor suffixes, llama.cpp -> HF.
+const std::map<std::string, std::string>& block_names() {
+  static const std::map<std::string, std::string> m = {
+      {"attn_norm", "input_layernorm"},   {"ffn_norm", "post_attention_layernorm"},
+      {"attn_q", "self_attn.q_proj"},     {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},     {"attn_output", "self_attn.o_proj"},
+      {"ffn_gate", "mlp.gate_proj"},      {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+  };
+  return m;
+}
+
+// llama.cpp stores each head's rows as interleaved pairs (2j, 2j+1); HF keeps the halves
+// apart (j, j + D/2). Row h*D + s*D/2 + j of HF is row h*D + 2j + s of GGUF.
+std::vector<float> unpermute_rows(const std::vector<float>& w, int64_t heads, int64_t rows, int64_t cols) {
+  const int64_t D = rows / heads, half = D / 2;
+  std::vector<float> out(w.size());
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t s = 0; s < 2; ++s)
+      for (int64_t j = 0; j < half; ++j) {
+        const float* src = w.data() + (h * D + 2 * j + s) * cols;
+        std::copy(src, src + cols, out.data() + (h * D + s * half + j) * cols);
+      }
+  return out;
+}
+
+}  // namespace
+
+bool is_gguf_path(const std::filesystem::path& path) {
+  std::error_code ec;
+  return path.extension() == ".gguf" && std::filesystem::is_regular_file(path, ec);
+}
+
+ModelConfig model_config_from_gguf(const GgufFile& g) {
+  const ArchNames& a = arch_names(g);
+  const std::string p = std::string(a.gguf) + ".";
+  ModelConfig c;
+  c.architecture = a.hf;
+  c.model_type = a.model_type;
+  c.num_layers = static_cast<int64_t>(g.get_u64(p + "block_count"));
+  c.hidden_size = static_cast<int64_t>(g.get_u64(p + "embedding_length"));
+  c.intermediate_size = static_cast<int64_t>(g.get_u64(p + "feed_forward_length"));
+  c.num_heads = static_cast<int64_t>(g.get_u64(p + "attention.head_count"));
+  c.num_kv_heads = g.find(p + "attention.head_count_kv") ? static_cast<int64_t>(g.get_u64(p + "attention.head_count_kv"))
+                                                         : c.num_heads;
+  c.max_position_embeddings = static_cast<int64_t>(g.get_u64(p + "context_length"));
+  c.rms_norm_eps = g.get_f64(p + "attention.layer_norm_rms_epsilon");
+  c.rope_theta = g.find(p + "rope.freq_base") ? g.get_f64(p + "rope.freq_base") : 10000.0;
+  if (c.num_heads <= 0 || c.hidden_size <= 0 || c.hidden_size % c.num_heads != 0)
+    throw Error(g.name(), p + "embedding_length must be a positive multiple of attention.head_count");
+  c.head_dim = g.find(p + "rope.dimension_count") ? static_cast<int64_t>(g.get_u64(p + "rope.dimension_count"))
+                                                  : c.hidden_size / c.num_heads;
+  if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
+    throw Error(g.name(), p + "attention.head_count_kv must divide attention.head_count");
+  if (const GgufValue* t = g.find(p + "rope.scaling.type"); t && g.get_string(p + "rope.scaling.type") != "none") {
+    const std::string& type = g.get_string(p + "rope.scaling.type");
+    if (type != "linear") throw Error(g.name(), "rope scaling '" + type + "' is not supported; supported: linear");
+    c.rope_scaling = RopeScaling{"linear", g.get_f64(p + "rope.scaling.factor")};
+  }
+  if (g.find_tensor("rope_freqs.weight"))
+    throw Error(g.name(), "tensor 'rope_freqs.weight' (llama3 RoPE scaling) is not supported yet");
+  const GgufTensorInfo* embd = g.find_tensor("token_embd.weight");
+  if (!embd) throw Error(g.name(), "missing tensor 'token_embd.weight'");
+  c.vocab_size = embd->shape()[0];
+  c.tie_word_embeddings = g.find_tensor("output.weight") == nullptr;
+  c.attention_bias = a.qkv_bias;
+  c.torch_dtype = "float32";
+  if (g.find("tokenizer.ggml.bos_token_id")) c.bos_token_id = g.get_i64("tokenizer.ggml.bos_token_id");
+  if (g.find("tokenizer.ggml.eos_token_id")) c.eos_token_id = g.get_i64("tokenizer.ggml.eos_token_id");
+  return c;
+}
+
+std::string hf_tensor_name(const std::string& name, const std::string& source) {
+  static const std::map<std::string, std::string> globals = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"},
+  };
+  if (auto it = globals.find(name); it != globals.end()) return it->second;
+  static const std::regex block(R"(blk\.(\d+)\.([a-z_]+)\.(weight|bias))");
+  std::smatch m;
+  if (std::regex_match(name, m, block)) {
+    auto it = block_names().find(m[2]);
+    if (it != block_names().end()) return "model.layers." + m[1].str() + "." + it->second + "." + m[3].str();
+  }
+  throw Error(source, "tensor '" + name + "' has no Hugging Face counterpart that fsq knows");
+}
+
+Checkpoint checkpoint_from_gguf(const std::filesystem::path& path) {
+  auto g = GgufFile::open(path);
+  ModelConfig cfg = model_config_from_gguf(*g);
+  const bool permuted = arch_names(*g).qk_permuted;
+  OwnedTensors owned;
+  owned.buffers.reserve(g->tensors().size());
+  for (const GgufTensorInfo& t : g->tensors()) {
+    const std::string hf = hf_tensor_name(t.name, path.string());
+    std::vector<float> values(static_cast<size_t>(t.n_elements));
+    dequantize_row(t.type, t.data, values.data(), t.n_elements);
+    const auto shape = t.shape();
+    const bool is_q = hf.find("self_attn.q_proj.") != std::string::npos;
+    const bool is_k = hf.find("self_attn.k_proj.") != std::string::npos;
+    if (permuted && (is_q || is_k)) {
+      const int64_t heads = is_q ? cfg.num_heads : cfg.num_kv_heads;
+      const int64_t cols = shape.size() == 2 ? shape[1] : 1;
+      if (shape[0] != heads * cfg.head_dim)
+        throw Error(path.string(), "tensor '" + t.name + "' has " + std::to_string(shape[0]) + " rows, expected " +
+                                       std::to_string(heads * cfg.head_dim));
+      values = unpermute_rows(values, heads, shape[0], cols);
+    }
+    owned.buffers.push_back(std::move(values));
+    const auto& buf = owned.buffers.back();
+    owned.views.push_back(TensorView{hf, DType::F32, shape, reinterpret_cast<const std::byte*>(buf.data()),
+                                     buf.size() * sizeof(float)});
+  }
+  return Checkpoint::from_memory(path, std::move(cfg), std::move(owned), sha256_file(path));
+}
+
+}  // namespace fsq
