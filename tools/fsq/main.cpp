@@ -1,2 +1,49 @@
-// Placeholder until the CLI lands.
-int main() { return 0; }
+// fsq: one binary, one subcommand per cmd_<name>.cpp. Library errors become one line on
+// stderr and exit code 1; command-line usage errors exit with 2.
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "options.h"
+
+namespace {
+
+int fail(int code, std::string msg) {
+  // Keep the promise of one line even for multi-line messages (LibTorch's c10::Error).
+  for (char& c : msg)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::fprintf(stderr, "fsq: error: %s\n", msg.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fsq: LLM compression toolchain (quantize, evaluate, inspect, generate)", "fsq"};
+  app.set_version_flag("--version", "fsq " + fsq::cli::version());
+  app.require_subcommand(1);
+  app.footer(fsq::cli::examples({"fsq eval --model DIR --data wiki.test.raw", "fsq inspect DIR",
+                                 "fsq generate --model DIR --prompt \"Once upon a time\" -n 40"}));
+  std::vector<fsq::cli::Command> commands = {fsq::cli::add_eval_command(app),
+                                             fsq::cli::add_inspect_command(app),
+                                             fsq::cli::add_generate_command(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return fail(2, e.what());
+  }
+  try {
+    for (auto& c : commands)
+      if (c.app->parsed()) return c.run();
+    return fail(2, "no subcommand given");
+  } catch (const c10::Error& e) {
+    return fail(1, e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return fail(1, e.what());
+  }
+}

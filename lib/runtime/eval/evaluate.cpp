@@ -1,0 +1,178 @@
+#include "runtime/eval/evaluate.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/sha256.h"
+#include "formats/checkpoint.h"
+#include "formats/tokenizer.h"
+#include "runtime/eval/perplexity.h"
+#include "runtime/model.h"
+#include "runtime/torch_bridge.h"
+
+namespace fsq {
+namespace {
+
+// The checkpoint stays alive (and in place) as long as the model that was loaded from it.
+struct Loaded {
+  std::unique_ptr<Checkpoint> ckpt_ptr;
+  const Checkpoint& ckpt;
+  std::unique_ptr<LlamaModel> model;
+  ModelInfo info;
+};
+
+Loaded load_model(const std::filesystem::path& dir, const RuntimeOptions& ro) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto ckpt = std::make_unique<Checkpoint>(Checkpoint::open(dir));
+  auto model = LlamaModel::load(*ckpt, ro);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ModelInfo info;
+  info.path = dir.string();
+  info.weights_sha256 = ckpt->weights_sha256();
+  info.architecture = ckpt->config().architecture;
+  info.parameters = model->parameter_count();
+  info.max_position_embeddings = ckpt->config().max_position_embeddings;
+  info.load_seconds = secs;
+  const Checkpoint& ref = *ckpt;
+  return Loaded{std::move(ckpt), ref, std::move(model), std::move(info)};
+}
+
+LogitsFn logits_of(const LlamaModel& m) {
+  return [&m](const at::Tensor& ids) { return m.forward(ids); };
+}
+
+// Both models must read the same ids: identical tokenizer files, or (e.g. a re-exported
+// tokenizer) an identical vocabulary size and identical ids for this very data set.
+std::string check_same_tokenizer(const Tokenizer& mine, const std::filesystem::path& ref_dir,
+                                 const std::string& text, const std::vector<int32_t>& ids) {
+  auto theirs = load_tokenizer(ref_dir);
+  if (theirs->sha256() == mine.sha256()) return "identical tokenizer file";
+  if (theirs->vocab_size() == mine.vocab_size() && theirs->bos_id() == mine.bos_id() &&
+      theirs->add_bos() == mine.add_bos() && theirs->encode(text) == ids)
+    return "different file, identical vocabulary size and encoding of the data";
+  throw Error(ref_dir.string(), "--compare needs a reference model with the same tokenizer",
+              "tokenizer sha256 " + mine.sha256() + " (vocab " + std::to_string(mine.vocab_size()) + ")",
+              theirs->sha256() + " (vocab " + std::to_string(theirs->vocab_size()) + ")");
+}
+
+void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions& ro, EvalReport& rep) {
+  if (!cfg.data_path) throw Error("--data", "a data file is required unless --speed-only");
+  const std::filesystem::path& data = *cfg.data_path;
+  std::string text = read_text_file(data);
+  auto tok = load_tokenizer(cfg.model_dir);
+  if (tok->vocab_size() > m.ckpt.config().vocab_size)
+    throw Error(cfg.model_dir.string(), "tokenizer vocabulary exceeds the model's vocab_size",
+                "<= " + std::to_string(m.ckpt.config().vocab_size), std::to_string(tok->vocab_size()));
+  std::vector<int32_t> ids = tok->encode(text);
+  rep.tokenizer_sha256 = tok->sha256();
+  rep.tokenizer_kind = tok->kind();
+  rep.dataset = DatasetInfo{data.string(), sha256_file(data), static_cast<int64_t>(text.size()),
+                            static_cast<int64_t>(ids.size())};
+
+  WindowOptions wo;
+  wo.protocol = cfg.protocol;
+  wo.seq_len = resolve_seq_len(cfg.seq_len, m.ckpt.config().max_position_embeddings);
+  wo.bos_id = tok->bos_id();
+  wo.add_bos = tok->add_bos();
+  wo.max_windows = cfg.max_windows;
+  wo.source = data.string();
+  WindowPlan plan = make_windows(ids, wo);
+
+  std::optional<Loaded> ref;
+  std::string tokenizer_match;
+  if (cfg.compare_dir) {
+    ref.emplace(load_model(*cfg.compare_dir, ro));
+    if (ref->ckpt.config().vocab_size != m.ckpt.config().vocab_size)
+      throw Error(cfg.compare_dir->string(), "reference vocab_size differs from the model's",
+                  std::to_string(m.ckpt.config().vocab_size), std::to_string(ref->ckpt.config().vocab_size));
+    tokenizer_match = check_same_tokenizer(*tok, *cfg.compare_dir, text, ids);
+  }
+
+  EvalRunOptions ro_eval;
+  ro_eval.device = ro.device;
+  ro_eval.progress = cfg.progress;
+  ro_eval.batch_size = cfg.batch_size > 0 ? cfg.batch_size
+                                          : auto_batch_size(plan.seq_len, m.ckpt.config().vocab_size,
+                                                            m.ckpt.config().num_heads, ref.has_value());
+  LogitsFn mine = logits_of(*m.model);
+  LogitsFn theirs = ref ? logits_of(*ref->model) : LogitsFn{};
+  EvalResult res = run_eval(mine, ref ? &theirs : nullptr, plan, ro_eval);
+
+  PerplexityInfo p;
+  p.protocol = protocol_name(plan.protocol);
+  p.seq_len = plan.seq_len;
+  p.stride = plan.stride;
+  p.bos_policy = plan.bos_policy;
+  p.windows = res.windows;
+  p.total_windows = plan.total_windows;
+  p.scored_tokens = res.model.tokens;
+  p.batch_size = ro_eval.batch_size;
+  p.nll_sum = res.model.nll_sum;
+  p.mean_nll = res.model.mean_nll();
+  p.ppl = res.model.ppl();
+  p.seconds = res.seconds;
+  rep.perplexity = p;
+  if (ref) {
+    CompareInfo c;
+    c.reference = ref->info;
+    c.tokenizer_match = tokenizer_match;
+    c.mean_kl = res.compare->mean_kl();
+    c.p99_kl = percentile(res.compare->kl, 99.0);
+    c.max_kl = percentile(res.compare->kl, 100.0);
+    c.top1_agreement = res.compare->top1_agreement();
+    c.ref_ppl = res.ref->ppl();
+    c.ref_mean_nll = res.ref->mean_nll();
+    c.ppl_delta = p.ppl - c.ref_ppl;
+    rep.compare = c;
+  }
+}
+
+}  // namespace
+
+void check_data_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(path.string(), "data file does not exist or is not a regular file");
+  if (std::filesystem::file_size(path, ec) == 0 && !ec) throw Error(path.string(), "data file is empty");
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  check_data_file(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string(), "cannot open data file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(path.string(), "read error");
+  std::string text = ss.str();
+  if (text.empty()) throw Error(path.string(), "data file is empty");
+  return text;
+}
+
+EvalReport evaluate(const EvalConfig& cfg) {
+  c10::InferenceMode no_autograd;  // evaluation never needs gradients
+  RuntimeOptions ro;
+  ro.device = parse_device(cfg.device);
+  ro.compute_dtype = parse_compute_dtype(cfg.dtype);
+
+  EvalReport rep;
+  rep.fsq_version = cfg.fsq_version;
+  rep.device = ro.device.str();
+  rep.dtype = scalar_type_name(ro.compute_dtype);
+  rep.threads = cfg.threads;
+  if (cfg.perplexity && cfg.data_path) check_data_file(*cfg.data_path);  // fail before loading
+
+  Loaded m = load_model(cfg.model_dir, ro);
+  rep.model = m.info;
+  if (cfg.perplexity) run_perplexity(cfg, m, ro, rep);
+  if (cfg.speed) rep.speed = measure_speed(*m.model, cfg.speed_options);
+  rep.peak_rss_bytes = peak_rss_bytes();
+  return rep;
+}
+
+}  // namespace fsq

@@ -1,0 +1,42 @@
+// `fsq eval` as a library call: load the model (and reference), tokenize the data set, cut
+// windows per protocol, run perplexity / comparison, measure speed, fill the report.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "common/progress.h"
+#include "runtime/eval/report.h"
+#include "runtime/eval/speed.h"
+#include "runtime/eval/windows.h"
+
+namespace fsq {
+
+struct EvalConfig {
+  std::filesystem::path model_dir;
+  std::optional<std::filesystem::path> data_path;    // required unless speed only
+  std::optional<std::filesystem::path> compare_dir;  // reference model
+  Protocol protocol = Protocol::Gptq;
+  std::optional<int64_t> seq_len;  // default: kDefaultSeqLen capped at the model's maximum
+  int64_t max_windows = 0;         // 0: all
+  int64_t batch_size = 0;          // 0: auto_batch_size
+  std::string device = "cpu";
+  std::string dtype = "f32";
+  int threads = 0;                 // as applied by the caller (stamped into the report)
+  bool perplexity = true;          // false: --speed-only
+  bool speed = true;               // false: --no-speed
+  SpeedOptions speed_options;
+  ProgressMode progress = ProgressMode::Auto;
+  std::string fsq_version;
+};
+
+EvalReport evaluate(const EvalConfig& cfg);
+
+// Reads a UTF-8 text file whole; throws fsq::Error naming it when missing, unreadable or empty.
+std::string read_text_file(const std::filesystem::path& path);
+// The cheap part of that check (exists, regular, non-empty), to fail before a long load.
+void check_data_file(const std::filesystem::path& path);
+
+}  // namespace fsq

@@ -1,0 +1,76 @@
+// The evaluation report: everything a run measured and the provenance needed to reproduce
+// it, rendered as human-readable text (for stdout) and as JSON (for --json).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/eval/speed.h"
+
+namespace fsq {
+
+struct ModelInfo {
+  std::string path;
+  std::string weights_sha256;
+  std::string architecture;
+  int64_t parameters = 0;
+  int64_t max_position_embeddings = 0;
+  double load_seconds = 0.0;
+};
+
+struct DatasetInfo {
+  std::string path;
+  std::string sha256;
+  int64_t bytes = 0;
+  int64_t tokens = 0;  // tokenizer.encode(text), no special tokens
+};
+
+struct PerplexityInfo {
+  std::string protocol;
+  int64_t seq_len = 0;
+  int64_t stride = 0;
+  std::string bos_policy;
+  int64_t windows = 0;
+  int64_t total_windows = 0;  // before --max-windows
+  int64_t scored_tokens = 0;
+  int64_t batch_size = 0;
+  double nll_sum = 0.0;
+  double mean_nll = 0.0;
+  double ppl = 0.0;
+  double seconds = 0.0;
+};
+
+struct CompareInfo {
+  ModelInfo reference;
+  std::string tokenizer_match;  // how the shared tokenizer was established
+  double mean_kl = 0.0;
+  double p99_kl = 0.0;
+  double max_kl = 0.0;
+  double top1_agreement = 0.0;
+  double ref_ppl = 0.0;
+  double ref_mean_nll = 0.0;
+  double ppl_delta = 0.0;  // model ppl - reference ppl
+};
+
+struct EvalReport {
+  std::string fsq_version;
+  ModelInfo model;
+  std::string dtype;
+  std::string device;
+  int threads = 0;
+  std::optional<std::string> tokenizer_sha256;
+  std::optional<std::string> tokenizer_kind;
+  std::optional<DatasetInfo> dataset;
+  std::optional<PerplexityInfo> perplexity;
+  std::optional<CompareInfo> compare;
+  std::optional<SpeedResult> speed;
+  int64_t peak_rss_bytes = 0;
+};
+
+nlohmann::json report_json(const EvalReport& r);
+std::string report_text(const EvalReport& r);
+
+}  // namespace fsq

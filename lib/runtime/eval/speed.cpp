@@ -1,0 +1,98 @@
+#include "runtime/eval/speed.h"
+
+#include <ATen/ATen.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "runtime/model.h"
+
+namespace fsq {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Deterministic ids that avoid the low special/byte ids; content does not change timing.
+at::Tensor synthetic_ids(int64_t batch, int64_t len, int64_t vocab, c10::Device device) {
+  at::Tensor ids = at::empty({batch, len}, at::kLong);
+  int64_t* p = ids.data_ptr<int64_t>();
+  const int64_t lo = std::min<int64_t>(vocab - 1, 3);
+  const int64_t span = std::max<int64_t>(1, vocab - lo);
+  for (int64_t i = 0; i < batch * len; ++i) p[i] = lo + (i * 7919 + 17) % span;
+  return ids.to(device);
+}
+
+// Repeats `once` (which returns its own elapsed seconds, synchronized) after one warm-up,
+// until min_seconds were spent or max_reps runs; returns the median and the count.
+template <typename F>
+std::pair<double, int> median_time(const SpeedOptions& o, F&& once) {
+  once();  // warm-up: allocator, thread pool, lazy initialization
+  std::vector<double> t;
+  double spent = 0.0;
+  while (t.empty() || (static_cast<int>(t.size()) < o.max_reps && spent < o.min_seconds)) {
+    t.push_back(once());
+    spent += t.back();
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], static_cast<int>(t.size())};
+}
+
+PrefillSpeed prefill(const LlamaModel& m, int64_t len, const SpeedOptions& o) {
+  at::Tensor ids = synthetic_ids(1, len, m.config().vocab_size, m.options().device);
+  auto once = [&] {
+    auto t0 = Clock::now();
+    at::Tensor logits = m.forward(ids);
+    // Copying the last position's argmax to the CPU waits for the device.
+    logits.select(1, len - 1).argmax(-1).to(at::kCPU);
+    return seconds_since(t0);
+  };
+  auto [sec, reps] = median_time(o, once);
+  return PrefillSpeed{len, reps, sec};
+}
+
+DecodeSpeed decode(const LlamaModel& m, int64_t batch, const SpeedOptions& o) {
+  const int64_t max_pos = m.config().max_position_embeddings;
+  const int64_t prompt = std::clamp<int64_t>(o.decode_prompt, 1, std::max<int64_t>(1, max_pos - 1));
+  const int64_t steps = std::clamp<int64_t>(o.decode_steps, 1, std::max<int64_t>(1, max_pos - prompt));
+  at::Tensor ids = synthetic_ids(batch, prompt, m.config().vocab_size, m.options().device);
+  auto once = [&] {
+    KVCache cache = m.new_cache(batch, prompt + steps);
+    at::Tensor next = m.forward(ids, &cache).select(1, prompt - 1).argmax(-1, true);
+    next.to(at::kCPU);
+    auto t0 = Clock::now();
+    for (int64_t s = 0; s < steps; ++s)
+      next = m.forward(next, &cache).select(1, 0).argmax(-1, true);
+    next.to(at::kCPU);
+    return seconds_since(t0);
+  };
+  auto [sec, reps] = median_time(o, once);
+  return DecodeSpeed{batch, prompt, steps, reps, sec};
+}
+
+}  // namespace
+
+SpeedResult measure_speed(const LlamaModel& model, const SpeedOptions& opts) {
+  SpeedResult r;
+  const int64_t max_pos = model.config().max_position_embeddings;
+  std::vector<int64_t> lens;
+  for (int64_t l : opts.prefill_lengths) {
+    int64_t c = std::clamp<int64_t>(l, 1, max_pos);
+    if (std::find(lens.begin(), lens.end(), c) == lens.end()) lens.push_back(c);
+  }
+  for (int64_t l : lens) r.prefill.push_back(prefill(model, l, opts));
+  for (int64_t b : opts.decode_batches) r.decode.push_back(decode(model, std::max<int64_t>(1, b), opts));
+  return r;
+}
+
+int64_t peak_rss_bytes() {
+  struct rusage u {};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+}  // namespace fsq

@@ -1,0 +1,85 @@
+// fsq eval: perplexity (per protocol), comparison against a reference model, speed.
+#include <cstdio>
+#include <optional>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "options.h"
+#include "runtime/eval/evaluate.h"
+
+namespace fsq::cli {
+namespace {
+
+struct EvalFlags {
+  std::string model, data, compare, json, protocol = "gptq", progress = "auto";
+  int64_t seq_len = 0, max_windows = 0, batch_size = 0;
+  bool no_speed = false, speed_only = false;
+  RuntimeFlags rt;
+};
+
+int run_eval(CLI::App* app, const EvalFlags& f) {
+  if (!f.json.empty()) check_output_folder(f.json, "--json");
+  EvalConfig cfg;
+  cfg.model_dir = f.model;
+  if (!f.data.empty()) cfg.data_path = f.data;
+  if (!f.compare.empty()) cfg.compare_dir = f.compare;
+  cfg.protocol = parse_protocol(f.protocol);
+  if (app->count("--seq-len")) cfg.seq_len = f.seq_len;
+  cfg.max_windows = f.max_windows;
+  cfg.batch_size = f.batch_size;
+  cfg.device = f.rt.device;
+  cfg.dtype = f.rt.dtype;
+  cfg.perplexity = !f.speed_only;
+  cfg.speed = !f.no_speed;
+  cfg.progress = apply_progress(f.progress);
+  cfg.threads = apply_threads(f.rt.threads);
+  cfg.fsq_version = version();
+  if (cfg.perplexity && !cfg.data_path) throw Error("--data", "required (or pass --speed-only)");
+
+  EvalReport report = evaluate(cfg);
+  std::fputs(report_text(report).c_str(), stdout);
+  std::fflush(stdout);
+  if (!f.json.empty()) write_file_atomic(f.json, report_json(report).dump(2) + "\n");
+  return 0;
+}
+
+}  // namespace
+
+Command add_eval_command(CLI::App& root) {
+  auto f = std::make_shared<EvalFlags>();
+  CLI::App* app = root.add_subcommand(
+      "eval",
+      "Evaluate a model: perplexity on a text file under a stated protocol, optionally KL "
+      "divergence and top-1 agreement against a reference model, and prefill/decode speed.");
+  app->add_option("--model", f->model, "checkpoint directory (config.json, *.safetensors, tokenizer)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  app->add_option("--data", f->data, "UTF-8 text file, tokenized whole")->check(CLI::ExistingFile);
+  app->add_option("--protocol", f->protocol,
+                  "gptq (non-overlapping windows), llama.cpp (llama-perplexity), bos-window "
+                  "(BOS + seq_len-1 tokens per window)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(protocol_names()));
+  app->add_option("--seq-len", f->seq_len, "window length (default 2048, capped at the model's maximum)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
+  app->add_option("--compare", f->compare, "reference model directory (same tokenizer)")
+      ->check(CLI::ExistingDirectory);
+  app->add_option("--max-windows", f->max_windows, "evaluate only the first K windows (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--batch-size", f->batch_size, "windows per forward pass (0: auto, up to 8)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--json", f->json, "also write the full report as JSON (atomically)");
+  auto* no_speed = app->add_flag("--no-speed", f->no_speed, "skip the speed measurements");
+  auto* speed_only = app->add_flag("--speed-only", f->speed_only, "only load time, speed and memory");
+  no_speed->excludes(speed_only);
+  add_progress_flag(app, f->progress);
+  add_runtime_flags(app, f->rt);
+  app->footer(examples({
+      "fsq eval --model models/stories260K --data tinystories_val.txt --protocol bos-window --seq-len 256",
+      "fsq eval --model quant/ --compare models/base --data wiki.test.raw --json report.json",
+      "fsq eval --model models/stories260K --speed-only",
+      "fsq eval --model DIR --data wiki.test.raw --protocol llama.cpp --seq-len 512 --no-speed"}));
+  return Command{app, [app, f] { return run_eval(app, *f); }};
+}
+
+}  // namespace fsq::cli

@@ -1,0 +1,72 @@
+// fsq generate: greedy continuation of a prompt, a quick check that a model works.
+#include <c10/core/InferenceMode.h>
+
+#include <cstdio>
+
+#include "common/error.h"
+#include "formats/checkpoint.h"
+#include "formats/tokenizer.h"
+#include "options.h"
+#include "runtime/generate.h"
+#include "runtime/torch_bridge.h"
+
+namespace fsq::cli {
+namespace {
+
+struct GenerateFlags {
+  std::string model, prompt;
+  int64_t n = 32;
+  bool ids = false;
+  RuntimeFlags rt;
+};
+
+std::string ids_text(const std::vector<int32_t>& ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+int run_generate(const GenerateFlags& f) {
+  apply_threads(f.rt.threads);
+  c10::InferenceMode no_autograd;
+  RuntimeOptions ro;
+  ro.device = parse_device(f.rt.device);
+  ro.compute_dtype = parse_compute_dtype(f.rt.dtype);
+  Checkpoint ckpt = Checkpoint::open(f.model);
+  auto tok = load_tokenizer(f.model);
+  auto model = LlamaModel::load(ckpt, ro);
+  // The model's default tokenization: BOS first when the tokenizer's add-BOS flag is set.
+  std::vector<int32_t> prompt = tok->encode_default(f.prompt);
+  if (prompt.empty()) throw Error("--prompt", "encodes to no tokens and the tokenizer adds no BOS");
+  const int64_t room = ckpt.config().max_position_embeddings - static_cast<int64_t>(prompt.size());
+  if (f.n > room)
+    throw Error("-n", "prompt + new tokens exceed the model's max_position_embeddings",
+                "<= " + std::to_string(std::max<int64_t>(room, 0)), std::to_string(f.n));
+  GenerateOptions go;
+  go.max_new_tokens = f.n;
+  go.stop_token = tok->eos_id();
+  std::vector<int32_t> out = generate_greedy(*model, prompt, go);
+  std::printf("%s\n", tok->decode(out).c_str());
+  if (f.ids) std::printf("ids: %s\n", ids_text(out).c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& root) {
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* app = root.add_subcommand(
+      "generate", "Greedy (argmax) generation with the KV cache: prints the prompt and its continuation.");
+  app->add_option("--model", f->model, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
+  app->add_option("--prompt", f->prompt, "prompt text (BOS is added per the tokenizer's policy)")->required();
+  app->add_option("-n,--max-new-tokens", f->n, "tokens to generate (stops early at EOS)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--ids", f->ids, "also print the token ids (prompt + generated)");
+  add_runtime_flags(app, f->rt);
+  app->footer(examples({"fsq generate --model models/stories260K --prompt \"Once upon a time\" -n 40",
+                        "fsq generate --model DIR --prompt \"The capital of France is\" -n 16 --ids --threads 4"}));
+  return Command{app, [f] { return run_generate(*f); }};
+}
+
+}  // namespace fsq::cli

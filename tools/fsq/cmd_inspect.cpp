@@ -1,0 +1,150 @@
+// fsq inspect: what a checkpoint directory or a .safetensors file holds.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <map>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "formats/checkpoint.h"
+#include "options.h"
+
+namespace fsq::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+json config_json(const ModelConfig& c) {
+  json j = {{"architecture", c.architecture}, {"model_type", c.model_type},
+            {"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size},
+            {"num_hidden_layers", c.num_layers}, {"num_attention_heads", c.num_heads},
+            {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
+            {"vocab_size", c.vocab_size}, {"max_position_embeddings", c.max_position_embeddings},
+            {"rms_norm_eps", c.rms_norm_eps}, {"rope_theta", c.rope_theta},
+            {"tie_word_embeddings", c.tie_word_embeddings}, {"attention_bias", c.attention_bias},
+            {"torch_dtype", c.torch_dtype}};
+  if (c.rope_scaling) j["rope_scaling"] = {{"type", c.rope_scaling->type}, {"factor", c.rope_scaling->factor}};
+  return j;
+}
+
+// Tensor table, totals and per-dtype counts of a set of views.
+json tensors_json(const std::vector<const TensorView*>& views) {
+  json list = json::array();
+  std::map<std::string, std::pair<int64_t, int64_t>> by_dtype;  // dtype -> (tensors, params)
+  int64_t params = 0, bytes = 0;
+  for (const TensorView* v : views) {
+    std::string dt(dtype_name(v->dtype));
+    list.push_back({{"name", v->name}, {"dtype", dt}, {"shape", v->shape}, {"bytes", v->nbytes}});
+    params += v->numel();
+    bytes += static_cast<int64_t>(v->nbytes);
+    by_dtype[dt].first += 1;
+    by_dtype[dt].second += v->numel();
+  }
+  json dtypes = json::object();
+  for (const auto& [dt, cp] : by_dtype) dtypes[dt] = {{"tensors", cp.first}, {"parameters", cp.second}};
+  return {{"tensors", list}, {"tensor_count", views.size()}, {"parameters", params},
+          {"bytes", bytes}, {"dtypes", dtypes}};
+}
+
+std::string text_report(const json& j) {
+  std::string out = "path        " + j["path"].get<std::string>() + " (" + j["kind"].get<std::string>() + ")\n";
+  if (j.contains("config")) {
+    const json& c = j["config"];
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "config      %s (%s): hidden %lld, intermediate %lld, layers %lld, heads %lld "
+                  "(kv %lld, head_dim %lld), vocab %lld, max positions %lld, rope theta %g, "
+                  "rms eps %g, %s embeddings, %s\n",
+                  c["architecture"].get<std::string>().c_str(), c["model_type"].get<std::string>().c_str(),
+                  c["hidden_size"].get<long long>(), c["intermediate_size"].get<long long>(),
+                  c["num_hidden_layers"].get<long long>(), c["num_attention_heads"].get<long long>(),
+                  c["num_key_value_heads"].get<long long>(), c["head_dim"].get<long long>(),
+                  c["vocab_size"].get<long long>(), c["max_position_embeddings"].get<long long>(),
+                  c["rope_theta"].get<double>(), c["rms_norm_eps"].get<double>(),
+                  c["tie_word_embeddings"].get<bool>() ? "tied" : "separate",
+                  c["torch_dtype"].get<std::string>().c_str());
+    out += buf;
+  }
+  out += "sha256      " + j["sha256"].get<std::string>() + "\n";
+  out += "tensors     " + std::to_string(j["tensor_count"].get<int64_t>()) + ", parameters " +
+         std::to_string(j["parameters"].get<int64_t>()) + ", bytes " +
+         std::to_string(j["bytes"].get<int64_t>()) + "\n";
+  for (const auto& [dt, v] : j["dtypes"].items())
+    out += "  " + dt + ": " + std::to_string(v["tensors"].get<int64_t>()) + " tensors, " +
+           std::to_string(v["parameters"].get<int64_t>()) + " parameters\n";
+  for (const auto& t : j["tensors"]) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "  %-56s %-5s %-16s %12lld\n", t["name"].get<std::string>().c_str(),
+                  t["dtype"].get<std::string>().c_str(), shape_text(t["shape"].get<std::vector<int64_t>>()).c_str(),
+                  t["bytes"].get<long long>());
+    out += buf;
+  }
+  return out;
+}
+
+json inspect(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    Checkpoint ckpt = Checkpoint::open(path);
+    json j = tensors_json(ckpt.tensors());
+    j["path"] = path.string();
+    j["kind"] = "checkpoint directory";
+    j["shards"] = ckpt.shards().size();
+    j["config"] = config_json(ckpt.config());
+    j["sha256"] = ckpt.weights_sha256();
+    return j;
+  }
+  if (path.extension() != ".safetensors")
+    throw Error(path.string(), "not a checkpoint directory or a .safetensors file");
+  auto file = SafetensorsFile::open(path);
+  std::vector<const TensorView*> views;
+  for (const auto& t : file->tensors()) views.push_back(&t);
+  std::sort(views.begin(), views.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  json j = tensors_json(views);
+  j["path"] = path.string();
+  j["kind"] = "safetensors file";
+  j["metadata"] = file->metadata();
+  j["sha256"] = sha256_file(path);
+  return j;
+}
+
+}  // namespace
+
+Command add_inspect_command(CLI::App& root) {
+  struct Flags {
+    std::string path;
+    std::string json_out;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* app = root.add_subcommand(
+      "inspect",
+      "Show what a checkpoint directory or a .safetensors file holds: config summary, tensors "
+      "with dtypes, shapes and sizes, parameter count, sha256.");
+  app->add_option("path", f->path, "checkpoint directory or .safetensors file")
+      ->required()
+      ->check(CLI::ExistingPath);
+  app->add_option("--json", f->json_out, "print JSON instead of text; with FILE, write it there (atomically)")
+      ->expected(0, 1);
+  app->footer(examples({"fsq inspect models/stories260K", "fsq inspect model.safetensors --json",
+                        "fsq inspect models/stories260K --json info.json"}));
+  return Command{app, [app, f] {
+                   json j = inspect(f->path);
+                   if (app->count("--json") == 0) {
+                     std::fputs(text_report(j).c_str(), stdout);
+                   } else if (f->json_out.empty() || f->json_out == "-") {
+                     std::fputs((j.dump(2) + "\n").c_str(), stdout);
+                   } else {
+                     write_file_atomic(f->json_out, j.dump(2) + "\n");
+                   }
+                   return 0;
+                 }};
+}
+
+}  // namespace fsq::cli

@@ -1,0 +1,49 @@
+// Option groups shared by the subcommands, so every command spells --threads, --device,
+// --dtype, --progress and --json the same way and applies them the same way.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "common/progress.h"
+
+namespace fsq::cli {
+
+// A registered subcommand: its parser and what to run once it was parsed. run() returns
+// the exit code; it throws fsq::Error / std::exception on failure (main maps them).
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_eval_command(CLI::App& root);
+Command add_inspect_command(CLI::App& root);
+Command add_generate_command(CLI::App& root);
+
+struct RuntimeFlags {
+  int threads = 0;  // set to hardware concurrency by add_runtime_flags
+  std::string device = "cpu";
+  std::string dtype = "f32";
+};
+
+// --threads, --device, --dtype.
+void add_runtime_flags(CLI::App* app, RuntimeFlags& flags);
+// Applies --threads through fsq::set_threads; returns the count in effect.
+int apply_threads(int threads);
+
+// --progress auto|bar|lines|off.
+void add_progress_flag(CLI::App* app, std::string& mode);
+ProgressMode apply_progress(const std::string& mode);
+
+// Fails early (before a long run) when the folder of an output file does not exist.
+void check_output_folder(const std::filesystem::path& out, const std::string& option);
+
+// "Examples:" footer text from lines of example command lines.
+std::string examples(std::initializer_list<const char*> lines);
+
+std::string version();
+
+}  // namespace fsq::cli
