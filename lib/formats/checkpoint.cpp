@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_file.h"
 #include "common/sha256.h"
 #include "formats/gguf/gguf_model.h"
 
@@ -28,27 +29,10 @@ std::string quote_name(const std::string& s) {
   return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
 }
 
-json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string(), "cannot open file");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    std::string msg = e.what();
-    if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
-    for (char& ch : msg)
-      if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // keep the message on one line
-    if (msg.size() > 300) msg = msg.substr(0, 300) + "...";  // it quotes the input it read
-    throw Error(path.string(), "not valid JSON: " + msg);
-  }
-}
-
 // weight_map of the index: tensor name -> shard file name (a plain name inside dir).
 std::map<std::string, std::string> read_weight_map(const fs::path& index) {
   const std::string where = index.string();
-  const json j = read_json(index);
+  const json j = read_json_file(index);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw Error(where, "expected an object with a \"weight_map\" object");
   std::map<std::string, std::string> map;

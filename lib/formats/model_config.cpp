@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_file.h"
 
 namespace fsq {
 namespace {
@@ -220,25 +221,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
 
 ModelConfig load_model_config(const std::filesystem::path& config_json) {
   const std::string where = config_json.string();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(config_json, ec))
-    throw Error(where, std::filesystem::exists(config_json, ec) ? "not a regular file" : "file not found");
-  std::ifstream in(config_json, std::ios::binary);
-  if (!in) throw Error(where, "cannot open file");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(where, "cannot read file");
-  json j;
-  try {
-    j = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    std::string msg = e.what();
-    if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
-    for (char& ch : msg)
-      if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // keep the message on one line
-    if (msg.size() > 300) msg = msg.substr(0, 300) + "...";  // it quotes the input it read
-    throw Error(where, "not valid JSON: " + msg);
-  }
+  const json j = read_json_file(config_json);
   return parse_model_config(j, where);
 }
 

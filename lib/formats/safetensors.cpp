@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_file.h"
 
 namespace fsq {
 namespace {
@@ -128,10 +129,8 @@ json parse_header(std::string_view text, const std::string& where) {
   json j;
   try {
     j = json::parse(text.begin(), text.end(), cb);
-  } catch (const json::parse_error& e) {
-    std::string msg = e.what();
-    if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
-    throw Error(where, "header is not valid JSON: " + one_line(msg));
+  } catch (const json::exception& e) {  // parse errors and number overflow alike
+    throw Error(where, "header is not valid JSON: " + json_error_text(e));
   }
   if (has_duplicate) throw Error(where, "header has the key " + quote_name(duplicate) + " twice");
   return j;

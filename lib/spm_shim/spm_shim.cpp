@@ -35,6 +35,17 @@ fsq_spm* fsq_spm_load(const char* path, char* err, size_t err_len) {
   return spm;
 }
 
+fsq_spm* fsq_spm_load_bytes(const char* data, size_t len, char* err, size_t err_len) {
+  auto* spm = new fsq_spm();
+  const auto status = spm->sp.LoadFromSerializedProto(std::string_view(data, len));
+  if (!status.ok()) {
+    set_error(err, err_len, status.ToString());
+    delete spm;
+    return nullptr;
+  }
+  return spm;
+}
+
 void fsq_spm_free(fsq_spm* spm) { delete spm; }
 
 int fsq_spm_encode(const fsq_spm* spm, const char* text, size_t len, int32_t** ids, size_t* n_ids, char* err,

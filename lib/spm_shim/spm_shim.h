@@ -20,6 +20,8 @@ typedef struct fsq_spm fsq_spm;
 
 /* Loads a tokenizer.model; NULL on failure with the reason in err (NUL-terminated). */
 fsq_spm* fsq_spm_load(const char* path, char* err, size_t err_len);
+/* The same from a serialized ModelProto in memory (a GGUF tokenizer rebuilt as one). */
+fsq_spm* fsq_spm_load_bytes(const char* data, size_t len, char* err, size_t err_len);
 void fsq_spm_free(fsq_spm* spm);
 
 /* Encode/decode into malloc'ed buffers released with fsq_spm_release(). 0 on success. */

@@ -90,6 +90,8 @@ std::vector<Case> cases() {
       sth("BadJson", "{\"a\": ", 0, "not valid JSON"),
       sth("BadJsonWithNewline", "{\n\"a\":\n}", 0, "not valid JSON"),
       sth("EmptyHeader", "", 0, "not valid JSON"),
+      // nlohmann reports a number too large for a double as out_of_range, not parse_error.
+      sth("NumberOverflow", "{\"a\":1e400}", 0, "not valid JSON"),
       sth("HeaderIsArray", "[]", 0, "must be a JSON object"),
       sth("NonUtf8Header", "{\"\xff\xfe\": {}}", 0, "not valid UTF-8"),
       sth("OverlongUtf8Header", "{\"\xc0\xaf\": {}}", 0, "not valid UTF-8"),
@@ -136,6 +138,8 @@ std::vector<Case> cases() {
       ck("NoWeights", [](const TempDir& d) { write_bytes(d / "config.json", llama_config()); },
          "fsq-formats-test", "no weights"),
       ck("ConfigBadJson", [](const TempDir& d) { single_checkpoint(d, "{\"hidden_size\": 64,\n"); },
+         "config.json", "not valid JSON"),
+      ck("ConfigNumberOverflow", [](const TempDir& d) { single_checkpoint(d, "{\"rope_theta\": 1e400}"); },
          "config.json", "not valid JSON"),
       ck("ConfigUnknownArchitecture",
          [](const TempDir& d) {

@@ -115,7 +115,7 @@ TEST(LoadTokenizer, MalformedSideConfigs) {
   fs::copy_file(data_dir() / "gpt2_style/tokenizer.json", dir / "tokenizer.json");
   write_file(dir / "tokenizer_config.json", "{\"bos_token\": ");
   expect_one_line_error([&] { load_tokenizer(dir.path()); },
-                        {(dir / "tokenizer_config.json").string(), "invalid JSON"});
+                        {(dir / "tokenizer_config.json").string(), "not valid JSON"});
   fs::remove(dir / "tokenizer_config.json");
   write_file(dir / "config.json", "[1, 2]");
   expect_one_line_error([&] { load_tokenizer(dir.path()); },

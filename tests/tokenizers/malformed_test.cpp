@@ -42,8 +42,8 @@ TEST(MalformedTokenizerJson, MinimalIsValid) {
 }
 
 TEST(MalformedTokenizerJson, NotJson) {
-  expect_text_error("{ \"model\": \n nope", "invalid JSON");
-  expect_text_error("", "invalid JSON");
+  expect_text_error("{ \"model\": \n nope", "not valid JSON");
+  expect_text_error("", "not valid JSON");
   expect_text_error("[1, 2]", "not a JSON object");
 }
 

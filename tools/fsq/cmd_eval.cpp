@@ -51,9 +51,9 @@ Command add_eval_command(CLI::App& root) {
       "eval",
       "Evaluate a model: perplexity on a text file under a stated protocol, optionally KL "
       "divergence and top-1 agreement against a reference model, and prefill/decode speed.");
-  app->add_option("--model", f->model, "checkpoint directory (config.json, *.safetensors, tokenizer)")
+  app->add_option("--model", f->model, "checkpoint directory (config.json, *.safetensors, tokenizer) or .gguf file")
       ->required()
-      ->check(CLI::ExistingDirectory);
+      ->check(CLI::ExistingPath);
   app->add_option("--data", f->data, "UTF-8 text file, tokenized whole")->check(CLI::ExistingFile);
   app->add_option("--protocol", f->protocol,
                   "gptq (non-overlapping windows), llama.cpp (llama-perplexity), bos-window "
@@ -62,8 +62,8 @@ Command add_eval_command(CLI::App& root) {
       ->check(CLI::IsMember(protocol_names()));
   app->add_option("--seq-len", f->seq_len, "window length (default 2048, capped at the model's maximum)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
-  app->add_option("--compare", f->compare, "reference model directory (same tokenizer)")
-      ->check(CLI::ExistingDirectory);
+  app->add_option("--compare", f->compare, "reference model directory or .gguf file (same tokenizer)")
+      ->check(CLI::ExistingPath);
   app->add_option("--max-windows", f->max_windows, "evaluate only the first K windows (0: all)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--batch-size", f->batch_size, "windows per forward pass (0: auto, up to 8)")

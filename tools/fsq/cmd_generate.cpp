@@ -57,7 +57,7 @@ Command add_generate_command(CLI::App& root) {
   auto f = std::make_shared<GenerateFlags>();
   CLI::App* app = root.add_subcommand(
       "generate", "Greedy (argmax) generation with the KV cache: prints the prompt and its continuation.");
-  app->add_option("--model", f->model, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
+  app->add_option("--model", f->model, "checkpoint directory or .gguf file")->required()->check(CLI::ExistingPath);
   app->add_option("--prompt", f->prompt, "prompt text (BOS is added per the tokenizer's policy)")->required();
   app->add_option("-n,--max-new-tokens", f->n, "tokens to generate (stops early at EOS)")
       ->capture_default_str()

@@ -1,5 +1,7 @@
 #include "formats/gguf/gguf_model.h"
 
+#include <charconv>
+#include <cstdlib>
 #include <map>
 #include <regex>
 
@@ -60,6 +62,14 @@ std::vector<float> unpermute_rows(const std::vector<float>& w, int64_t heads, in
   return out;
 }
 
+// GGUF stores f32; 1e-5 as f32 reads back as 9.99999974738e-06. Keep the shortest decimal
+// that rounds to the same f32, as the HF config the file came from had it.
+double shortest_decimal(double stored_as_f32) {
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, static_cast<float>(stored_as_f32));
+  return std::strtod(std::string(buf, res.ptr).c_str(), nullptr);
+}
+
 }  // namespace
 
 bool is_gguf_path(const std::filesystem::path& path) {
@@ -80,7 +90,7 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   c.num_kv_heads = g.find(p + "attention.head_count_kv") ? static_cast<int64_t>(g.get_u64(p + "attention.head_count_kv"))
                                                          : c.num_heads;
   c.max_position_embeddings = static_cast<int64_t>(g.get_u64(p + "context_length"));
-  c.rms_norm_eps = g.get_f64(p + "attention.layer_norm_rms_epsilon");
+  c.rms_norm_eps = shortest_decimal(g.get_f64(p + "attention.layer_norm_rms_epsilon"));
   c.rope_theta = g.find(p + "rope.freq_base") ? g.get_f64(p + "rope.freq_base") : 10000.0;
   if (c.num_heads <= 0 || c.hidden_size <= 0 || c.hidden_size % c.num_heads != 0)
     throw Error(g.name(), p + "embedding_length must be a positive multiple of attention.head_count");

@@ -12,23 +12,12 @@
 #include "formats/tokenizer/byte_level.h"
 #include "formats/tokenizer/normalizer.h"
 #include "formats/tokenizer/pretokenizer.h"
+#include "common/json_file.h"
 #include "formats/tokenizer/tokenizer_impl.h"
 #include "formats/tokenizer/utf8.h"
 
 namespace fsq::tok {
 namespace {
-
-nlohmann::json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string(), "cannot open for reading");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  try {
-    return nlohmann::json::parse(buf.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string(), one_line(std::string("invalid JSON: ") + e.what()));
-  }
-}
 
 const nlohmann::json& member(const nlohmann::json& j, const char* key) {
   static const nlohmann::json null_value;
@@ -193,16 +182,19 @@ class HfTokenizer final : public TokenizerImpl {
 
 }  // namespace
 
-std::unique_ptr<TokenizerImpl> open_hf_tokenizer_json(const std::filesystem::path& path) {
-  const nlohmann::json j = read_json(path);
-  if (!j.is_object()) throw Error(path.string(), "top level is not a JSON object");
-  if (!j.contains("model")) throw Error(path.string(), "no 'model' section");
-  std::unique_ptr<TokenizerImpl> tok;
+std::unique_ptr<TokenizerImpl> make_hf_tokenizer(const nlohmann::json& j,
+                                                 const std::filesystem::path& source) {
+  if (!j.is_object()) throw Error(source.string(), "top level is not a JSON object");
+  if (!j.contains("model")) throw Error(source.string(), "no 'model' section");
   try {
-    tok = std::make_unique<HfTokenizer>(path, j);
+    return std::make_unique<HfTokenizer>(source, j);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string(), one_line(std::string("malformed tokenizer.json: ") + e.what()));
+    throw Error(source.string(), one_line(std::string("malformed tokenizer.json: ") + e.what()));
   }
+}
+
+std::unique_ptr<TokenizerImpl> open_hf_tokenizer_json(const std::filesystem::path& path) {
+  std::unique_ptr<TokenizerImpl> tok = make_hf_tokenizer(read_json_file(path), path);
   tok->set_sha256(sha256_file(path));
   return tok;
 }

@@ -24,6 +24,18 @@ class SentencePieceTokenizer final : public TokenizerImpl {
     eos_id_ = api_.eos_id(spm_);
     add_bos_ = true;
   }
+  // From a serialized ModelProto; `source` names it in errors and is path().
+  SentencePieceTokenizer(const std::string& model_proto, const std::filesystem::path& source)
+      : api_(spm_api()) {
+    path_ = source;
+    char err[kErrorLen] = {0};
+    spm_ = api_.load_bytes(model_proto.data(), model_proto.size(), err, sizeof err);
+    if (spm_ == nullptr)
+      throw Error(source.string(), one_line(std::string("SentencePiece rejected the model: ") + err));
+    bos_id_ = api_.bos_id(spm_);
+    eos_id_ = api_.eos_id(spm_);
+    add_bos_ = true;
+  }
   ~SentencePieceTokenizer() override { api_.free(spm_); }
   SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
   SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;
@@ -68,6 +80,11 @@ std::unique_ptr<TokenizerImpl> open_sentencepiece(const std::filesystem::path& p
   auto tok = std::make_unique<SentencePieceTokenizer>(path);
   tok->set_sha256(sha256_file(path));
   return tok;
+}
+
+std::unique_ptr<TokenizerImpl> make_sentencepiece(const std::string& model_proto,
+                                                  const std::filesystem::path& source) {
+  return std::make_unique<SentencePieceTokenizer>(model_proto, source);
 }
 
 }  // namespace fsq::tok

@@ -16,7 +16,8 @@ namespace {
 #ifdef FSQ_SPM_LINKED
 SpmApi linked_api() {
   return {fsq_spm_load,     fsq_spm_free,   fsq_spm_encode, fsq_spm_decode,     fsq_spm_release,
-          fsq_spm_piece_size, fsq_spm_bos_id, fsq_spm_eos_id, fsq_spm_piece_to_id};
+          fsq_spm_piece_size, fsq_spm_bos_id, fsq_spm_eos_id, fsq_spm_piece_to_id,
+          fsq_spm_load_bytes};
 }
 #else
 // Candidates: $FSQ_SPM_SHIM, the build tree's copy, then beside the running executable.
@@ -63,6 +64,7 @@ SpmApi dlopened_api() {
   bind(lib, "fsq_spm_bos_id", api.bos_id);
   bind(lib, "fsq_spm_eos_id", api.eos_id);
   bind(lib, "fsq_spm_piece_to_id", api.piece_to_id);
+  bind(lib, "fsq_spm_load_bytes", api.load_bytes);
   return api;  // the library stays loaded for the life of the process
 }
 #endif

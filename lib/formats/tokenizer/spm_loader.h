@@ -16,6 +16,7 @@ struct SpmApi {
   decltype(&fsq_spm_bos_id) bos_id;
   decltype(&fsq_spm_eos_id) eos_id;
   decltype(&fsq_spm_piece_to_id) piece_to_id;
+  decltype(&fsq_spm_load_bytes) load_bytes;
 };
 
 // Throws fsq::Error saying where it looked when the shim cannot be loaded.

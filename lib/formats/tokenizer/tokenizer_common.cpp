@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_file.h"
+#include "formats/gguf/gguf_model.h"
+#include "formats/gguf/gguf_reader.h"
 #include "formats/tokenizer/tokenizer_impl.h"
 
 namespace fsq {
@@ -30,15 +33,7 @@ namespace {
 // Parsed JSON object of an optional side file; null when the file is absent.
 nlohmann::json read_optional_json(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) return nullptr;
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(buf.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string(), one_line(std::string("invalid JSON: ") + e.what()));
-  }
+  const nlohmann::json j = read_json_file(path);
   if (!j.is_object()) throw Error(path.string(), "top level is not a JSON object");
   return j;
 }
@@ -72,6 +67,7 @@ int32_t config_token(const nlohmann::json& config, const char* key, const Tokeni
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir) {
   namespace fs = std::filesystem;
+  if (is_gguf_path(model_dir)) return load_gguf_tokenizer(*GgufFile::open(model_dir));
   if (!fs::is_directory(model_dir)) throw Error(model_dir.string(), "not a directory");
   const fs::path json_path = model_dir / "tokenizer.json", sp_path = model_dir / "tokenizer.model";
   std::unique_ptr<tok::TokenizerImpl> t;

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/error.h"
 #include "formats/tokenizer.h"
 
@@ -34,7 +36,14 @@ class TokenizerImpl : public Tokenizer {
 };
 
 std::unique_ptr<TokenizerImpl> open_sentencepiece(const std::filesystem::path& path);
+// A SentencePiece model from a serialized ModelProto (sha256 is left to the caller).
+std::unique_ptr<TokenizerImpl> make_sentencepiece(const std::string& model_proto,
+                                                  const std::filesystem::path& source);
 std::unique_ptr<TokenizerImpl> open_hf_tokenizer_json(const std::filesystem::path& path);
+// The same from a tokenizer.json document already in memory (GGUF metadata is rebuilt as
+// one); `source` names it in errors and becomes path(). sha256 is left to the caller.
+std::unique_ptr<TokenizerImpl> make_hf_tokenizer(const nlohmann::json& j,
+                                                 const std::filesystem::path& source);
 
 // One-line rendering of a library message (nlohmann/PCRE2 text may hold newlines).
 std::string one_line(std::string text);

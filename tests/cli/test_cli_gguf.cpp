@@ -1,0 +1,60 @@
+// fsq on the real SmolLM2-135M GGUF: convert to a Hugging Face folder, and the same
+// perplexity from the folder as from the .gguf. Skipped when the GGUF is not fetched.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cli_support.h"
+#include "fixtures.h"
+
+namespace fsq::clitest {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kSamePerplexity = 1e-9;  // f32 weights both ways: only rounding noise allowed
+
+TEST(CliGguf, ConvertThenEvalMatchesEvalOnGguf) {
+  FSQ_REQUIRE_SMOLLM2();
+  const fs::path gguf = testing::smollm2_gguf();
+  const fs::path dir = temp_dir("gguf-convert");
+  const fs::path out = dir / "smollm2-hf";
+  RunResult conv = run_fsq({"convert", "--from", "gguf", gguf.string(), "--out", out.string(), "--dtype", "f32"});
+  ASSERT_EQ(conv.exit_code, 0) << conv.err;
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                        "generation_config.json"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+
+  auto eval = [&](const fs::path& model, const std::string& json) {
+    RunResult r = run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(), "--seq-len",
+                           "256", "--max-windows", "2", "--no-speed", "--threads", "1", "--progress", "off",
+                           "--json", (dir / json).string()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_json(dir / json);
+  };
+  nlohmann::json a = eval(gguf, "gguf.json"), b = eval(out, "hf.json");
+  const double ppl_a = a["perplexity"]["ppl"].get<double>(), ppl_b = b["perplexity"]["ppl"].get<double>();
+  EXPECT_NEAR(ppl_a, ppl_b, kSamePerplexity * ppl_a);
+  EXPECT_EQ(a["perplexity"]["scored_tokens"], b["perplexity"]["scored_tokens"]);
+  EXPECT_GT(ppl_a, 1.0);
+  fs::remove_all(dir);
+}
+
+TEST(CliGguf, ConvertRefusesNonEmptyOutputAndLeavesNothing) {
+  FSQ_REQUIRE_SMOLLM2();
+  const fs::path dir = temp_dir("gguf-convert-busy");
+  fs::create_directories(dir / "busy");
+  std::ofstream(dir / "busy" / "keep.txt") << "x";
+  RunResult r = run_fsq({"convert", "--from", "gguf", testing::smollm2_gguf().string(), "--out", (dir / "busy").string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("not empty"), std::string::npos) << r.err;
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 1u);  // no staging folder left beside it
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fsq::clitest
