@@ -36,8 +36,22 @@ verified() {
   [ -f "$1" ] && [ "$(stat -c %s "$1")" -eq "$BYTES" ] && [ "$(sha_of "$1")" = "$SHA256" ]
 }
 
+# With a built fsq, also writes the Hugging Face folder (bf16 would round the exact
+# dequantized weights, so f32) beside the GGUF; idempotent.
+convert_to_hf() {
+  local fsq="${FSQ_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/tools/fsq/fsq}"
+  local hf="$DEST_DIR/hf"
+  if [ -f "$hf/model.safetensors" ]; then return 0; fi
+  if [ ! -x "$fsq" ]; then
+    echo "fetch-model: fsq not built ($fsq); skipping the conversion to $hf" >&2
+    return 0
+  fi
+  "$fsq" convert --from gguf "$DEST" --out "$hf" --dtype f32 >&2
+}
+
 if verified "$DEST"; then
   echo "fetch-model: $FILE already present and verified" >&2
+  convert_to_hf
   echo "$DEST"
   exit 0
 fi
@@ -88,8 +102,6 @@ fi
 mv -f "$SCRATCH/$FILE" "$DEST"
 echo "fetch-model: verified $FILE ($BYTES bytes, sha256 $SHA256)" >&2
 
-# TODO(gguf-import): convert the GGUF into an HF checkpoint folder (config.json,
-# model.safetensors with the exact dequantized weights, tokenizer) next to it, once the
-# GGUF -> model step exists; print that folder's path instead.
+convert_to_hf
 
 echo "$DEST"
