@@ -56,5 +56,20 @@ TEST(CliGguf, ConvertRefusesNonEmptyOutputAndLeavesNothing) {
   fs::remove_all(dir);
 }
 
+TEST(CliGguf, InspectShowsStoredTypesAndConfig) {
+  FSQ_REQUIRE_SMOLLM2();
+  RunResult r = run_fsq({"inspect", testing::smollm2_gguf().string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  // shared/models/MANIFEST.md section 3: 30 blocks, Q4_1 linears, Q8_0 embedding, tied head.
+  EXPECT_EQ(j["tensor_count"], 272);
+  EXPECT_EQ(j["dtypes"]["Q4_1"]["tensors"], 210);
+  EXPECT_EQ(j["dtypes"]["Q8_0"]["tensors"], 1);
+  EXPECT_EQ(j["config"]["num_hidden_layers"], 30);
+  EXPECT_EQ(j["config"]["num_key_value_heads"], 3);
+  EXPECT_EQ(j["config"]["tie_word_embeddings"], true);
+  EXPECT_EQ(j["sha256"], "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53");
+}
+
 }  // namespace
 }  // namespace fsq::clitest

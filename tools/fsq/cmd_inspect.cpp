@@ -8,6 +8,9 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "formats/checkpoint.h"
+#include "formats/gguf/ggml_types.h"
+#include "formats/gguf/gguf_model.h"
+#include "formats/gguf/gguf_reader.h"
 #include "options.h"
 
 namespace fsq::cli {
@@ -89,6 +92,32 @@ std::string text_report(const json& j) {
   return out;
 }
 
+// A GGUF file as stored: ggml types per tensor (shapes in row-major order, as in HF), the
+// model config it maps to, and the metadata keys.
+json inspect_gguf(const std::filesystem::path& path) {
+  auto g = GgufFile::open(path);
+  json list = json::array();
+  std::map<std::string, std::pair<int64_t, int64_t>> by_type;
+  int64_t params = 0, bytes = 0;
+  for (const GgufTensorInfo& t : g->tensors()) {
+    const std::string type(ggml_type_info(t.type).name);
+    list.push_back({{"name", t.name}, {"dtype", type}, {"shape", t.shape()}, {"bytes", t.nbytes}});
+    params += t.n_elements;
+    bytes += static_cast<int64_t>(t.nbytes);
+    by_type[type].first += 1;
+    by_type[type].second += t.n_elements;
+  }
+  json types = json::object();
+  for (const auto& [type, cp] : by_type) types[type] = {{"tensors", cp.first}, {"parameters", cp.second}};
+  json keys = json::array();
+  for (const auto& [key, value] : g->metadata()) keys.push_back(key);
+  json j = {{"tensors", list}, {"tensor_count", list.size()}, {"parameters", params}, {"bytes", bytes},
+            {"dtypes", types}, {"path", path.string()}, {"kind", "GGUF v" + std::to_string(g->version())},
+            {"config", config_json(model_config_from_gguf(*g))}, {"metadata_keys", keys},
+            {"sha256", sha256_file(path)}};
+  return j;
+}
+
 json inspect(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -101,8 +130,9 @@ json inspect(const std::filesystem::path& path) {
     j["sha256"] = ckpt.weights_sha256();
     return j;
   }
+  if (is_gguf_path(path)) return inspect_gguf(path);
   if (path.extension() != ".safetensors")
-    throw Error(path.string(), "not a checkpoint directory or a .safetensors file");
+    throw Error(path.string(), "not a checkpoint directory, a .safetensors file or a .gguf file");
   auto file = SafetensorsFile::open(path);
   std::vector<const TensorView*> views;
   for (const auto& t : file->tensors()) views.push_back(&t);
@@ -125,9 +155,9 @@ Command add_inspect_command(CLI::App& root) {
   auto f = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand(
       "inspect",
-      "Show what a checkpoint directory or a .safetensors file holds: config summary, tensors "
+      "Show what a checkpoint directory, a .safetensors file or a .gguf file holds: config summary, tensors "
       "with dtypes, shapes and sizes, parameter count, sha256.");
-  app->add_option("path", f->path, "checkpoint directory or .safetensors file")
+  app->add_option("path", f->path, "checkpoint directory, .safetensors file or .gguf file")
       ->required()
       ->check(CLI::ExistingPath);
   app->add_option("--json", f->json_out, "print JSON instead of text; with FILE, write it there (atomically)")
