@@ -27,25 +27,7 @@ using json = nlohmann::json;
 
 // Same cap as the reference Rust implementation: real headers are a few hundred KB.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
-constexpr size_t kMaxQuotedChars = 200;  // keeps hostile names from flooding a message
 
-// Quotes a name for an error message: control bytes escaped so the message stays one line.
-std::string quote_name(std::string_view s) {
-  static const char* hex = "0123456789abcdef";
-  std::string out = "'";
-  for (size_t i = 0; i < s.size() && i < kMaxQuotedChars; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > kMaxQuotedChars) out += "...";
-  return out + "'";
-}
 
 // Flattens a library message (nlohmann quotes the raw input it read) onto one line.
 std::string one_line(std::string_view s) {

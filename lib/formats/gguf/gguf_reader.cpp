@@ -23,27 +23,10 @@ constexpr int kMaxArrayDepth = 8;    // real files nest at most once; bounds the
 constexpr size_t kMinKvBytes = 8 + 4 + 1;          // empty key, type, 1-byte value
 constexpr size_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims 0, type, offset
 constexpr size_t kMinArrayBytes = 4 + 8;           // element type + count
-constexpr size_t kMaxQuoted = 200;
 // In-memory entries are several times their smallest encoding, so reserve no more than
 // this up front; a hostile count then costs memory only as entries actually parse.
 constexpr uint64_t kMaxReserve = 4096;
 
-// Quotes a file-supplied name for a message; control bytes escaped to keep one line.
-std::string quote(const std::string& s) {
-  static const char* hex = "0123456789abcdef";
-  std::string out = "'";
-  for (size_t i = 0; i < s.size() && i < kMaxQuoted; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + (s.size() > kMaxQuoted ? "...'" : "'");
-}
 
 // Bounds-checked little-endian reads over the file bytes.
 class Cursor {
@@ -112,14 +95,14 @@ class Parser {
       case GgufType::INT64: return val<int64_t>(in_.read<int64_t>("a value"));
       case GgufType::FLOAT64: return val<double>(in_.read<double>("a value"));
     }
-    throw Error(name_, "key " + quote(key) + ": unknown value type " + std::to_string(static_cast<uint32_t>(t)));
+    throw Error(name_, "key " + quote_name(key) + ": unknown value type " + std::to_string(static_cast<uint32_t>(t)));
   }
 
   // `unknown` starts the message when the id is not a GgufType.
   GgufType value_type(const std::string& key, const char* unknown) {
     auto t = in_.read<uint32_t>("a value type");
     if (t > static_cast<uint32_t>(GgufType::FLOAT64))
-      throw Error(name_, "key " + quote(key) + ": " + unknown + " " + std::to_string(t));
+      throw Error(name_, "key " + quote_name(key) + ": " + unknown + " " + std::to_string(t));
     return static_cast<GgufType>(t);
   }
 
@@ -127,19 +110,19 @@ class Parser {
 
  private:
   bool boolean(uint8_t b, const std::string& key) {
-    if (b > 1) throw Error(name_, "key " + quote(key) + ": BOOL value " + std::to_string(b) + " is not 0 or 1");
+    if (b > 1) throw Error(name_, "key " + quote_name(key) + ": BOOL value " + std::to_string(b) + " is not 0 or 1");
     return b == 1;
   }
 
   GgufArray array(const std::string& key, int depth) {
     if (depth > kMaxArrayDepth)
-      throw Error(name_, "key " + quote(key) + ": arrays nested deeper than " + std::to_string(kMaxArrayDepth));
+      throw Error(name_, "key " + quote_name(key) + ": arrays nested deeper than " + std::to_string(kMaxArrayDepth));
     GgufType t = value_type(key, "array of unknown element type");
     auto count = in_.read<uint64_t>("an array length");
     size_t elem = gguf_scalar_size(t);
     size_t min_elem = elem ? elem : (t == GgufType::STRING ? 8 : kMinArrayBytes);
     if (count > in_.left() / min_elem)
-      throw Error(name_, "key " + quote(key) + ": array length " + std::to_string(count) + " exceeds the file (" +
+      throw Error(name_, "key " + quote_name(key) + ": array length " + std::to_string(count) + " exceeds the file (" +
                              std::to_string(in_.left()) + " bytes left)");
     auto n = static_cast<size_t>(count);
     std::vector<std::byte> raw;
@@ -209,7 +192,7 @@ void GgufFile::parse() {
     GgufType t = p.value_type(key, "unknown value type");
     GgufValue v = p.value(t, key, 0);
     if (!key_index_.emplace(key, metadata_.size()).second)
-      throw Error(name_, "duplicate metadata key " + quote(key));
+      throw Error(name_, "duplicate metadata key " + quote_name(key));
     metadata_.emplace_back(std::move(key), std::move(v));
   }
 
@@ -228,7 +211,7 @@ void GgufFile::parse() {
   for (uint64_t i = 0; i < n_tensors; ++i) {
     GgufTensorInfo t;
     t.name = in.string("tensor name");
-    const std::string where = "tensor " + quote(t.name);
+    const std::string where = "tensor " + quote_name(t.name);
     auto n_dims = in.read<uint32_t>("n_dims");
     if (n_dims > kMaxDims)
       throw Error(name_, where + ": " + std::to_string(n_dims) + " dimensions (at most " + std::to_string(kMaxDims) + ")");
@@ -260,7 +243,7 @@ void GgufFile::parse() {
       throw Error(name_, where + ": misaligned offset " + std::to_string(t.offset) + " (alignment " +
                              std::to_string(alignment_) + ")");
     if (!tensor_index_.emplace(t.name, tensors_.size()).second)
-      throw Error(name_, "duplicate tensor name " + quote(t.name));
+      throw Error(name_, "duplicate tensor name " + quote_name(t.name));
     tensors_.push_back(std::move(t));
   }
 
@@ -270,7 +253,7 @@ void GgufFile::parse() {
   const uint64_t size = bytes_.size();
   const uint64_t data_size = data_offset_ <= size ? size - data_offset_ : 0;
   for (auto& t : tensors_) {
-    const std::string where = "tensor " + quote(t.name);
+    const std::string where = "tensor " + quote_name(t.name);
     if (data_offset_ > size)
       throw Error(name_, "truncated: the data section starts at " + std::to_string(data_offset_) +
                              ", past the end of the file (" + std::to_string(size) + " bytes)");
@@ -293,7 +276,7 @@ void GgufFile::parse() {
     const auto* a = by_offset[i - 1];
     const auto* b = by_offset[i];
     if (a->offset + a->nbytes > b->offset)
-      throw Error(name_, "tensors " + quote(a->name) + " and " + quote(b->name) + " overlap");
+      throw Error(name_, "tensors " + quote_name(a->name) + " and " + quote_name(b->name) + " overlap");
   }
 }
 
