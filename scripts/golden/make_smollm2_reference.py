@@ -25,6 +25,7 @@ import math
 import platform
 import re
 import struct
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -218,7 +219,9 @@ def main():
                      "transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
                      "gguf": getattr(gguf, "__version__", None) or _dist_version("gguf"),
                      "numpy": np.__version__, "sentencepiece": _dist_version("sentencepiece"),
-                     "protobuf": _dist_version("protobuf")},
+                     "protobuf": _dist_version("protobuf"),
+                     "debian_python3_torch": _debian_version("python3-torch"),
+                     "debian_libopenblas0_pthread": _debian_version("libopenblas0-pthread")},
         "compute": {"dtype": "float32", "device": "cpu", "threads": args.threads,
                     "attn_implementation": cfg._attn_implementation,
                     "log_softmax": "float32 logits cast to float64, log_softmax in float64",
@@ -261,6 +264,11 @@ def _dist_version(name):
         return version(name)
     except PackageNotFoundError:
         return None
+
+
+def _debian_version(pkg):
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
+    return r.stdout or None
 
 
 if __name__ == "__main__":

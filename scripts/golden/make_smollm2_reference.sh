@@ -3,7 +3,7 @@
 # (prompt logits, greedy continuations, tinystories_val perplexity under fsq's "gptq" and
 # "llama.cpp" protocols) for the SmolLM2-135M-Instruct Q4_1 GGUF, in a throwaway venv.
 # Usage: scripts/golden/make_smollm2_reference.sh [shared_dir]   (default: <repo>/../shared)
-# Takes ~15-30 min on 2 cores (94 forwards of 2048 tokens); progress goes to stderr.
+# Takes 35-50 min on 2 cores (94 forwards of 2048 tokens, 20-30 s each); progress on stderr.
 # Debian's python3-torch is reached through --system-site-packages; it needs
 # libopenblas0-pthread or it falls back to reference BLAS (minutes per forward). As root this
 # script installs both with apt-get when missing.
