@@ -26,12 +26,18 @@ size_t limit(int64_t count, int64_t max_windows) {
   return static_cast<size_t>(max_windows > 0 ? std::min(count, max_windows) : count);
 }
 
-// GPTQ: the default tokenization (BOS first only when add_bos), cut every seq_len tokens.
-WindowPlan gptq(const std::vector<int32_t>& text_ids, const WindowOptions& o, WindowPlan plan) {
+// The text tokenized once as the model does by default: BOS first only when add_bos.
+std::vector<int32_t> default_stream(const std::vector<int32_t>& text_ids, const WindowOptions& o) {
   std::vector<int32_t> stream;
   stream.reserve(text_ids.size() + 1);
   if (o.add_bos && o.bos_id >= 0) stream.push_back(o.bos_id);
   stream.insert(stream.end(), text_ids.begin(), text_ids.end());
+  return stream;
+}
+
+// GPTQ: the default tokenization (BOS first only when add_bos), cut every seq_len tokens.
+WindowPlan gptq(const std::vector<int32_t>& text_ids, const WindowOptions& o, WindowPlan plan) {
+  const std::vector<int32_t> stream = default_stream(text_ids, o);
   const int64_t L = o.seq_len;
   plan.stride = L;
   plan.bos_policy = o.add_bos && o.bos_id >= 0 ? "BOS once at the start of the stream"
@@ -51,10 +57,7 @@ WindowPlan gptq(const std::vector<int32_t>& text_ids, const WindowOptions& o, Wi
 // window's first token; logits n_ctx/2 .. n_ctx-2 score the following tokens.
 WindowPlan llama_cpp(const std::vector<int32_t>& text_ids, const WindowOptions& o, WindowPlan plan) {
   const bool bos = o.add_bos && o.bos_id >= 0;
-  std::vector<int32_t> stream;
-  stream.reserve(text_ids.size() + 1);
-  if (bos) stream.push_back(o.bos_id);
-  stream.insert(stream.end(), text_ids.begin(), text_ids.end());
+  const std::vector<int32_t> stream = default_stream(text_ids, o);
   const int64_t L = o.seq_len;
   plan.stride = L;
   plan.bos_policy = bos ? "BOS at the start of the stream and replacing each window's first token"
