@@ -35,44 +35,38 @@ std::vector<int32_t> default_stream(const std::vector<int32_t>& text_ids, const 
   return stream;
 }
 
-// GPTQ: the default tokenization (BOS first only when add_bos), cut every seq_len tokens.
-WindowPlan gptq(const std::vector<int32_t>& text_ids, const WindowOptions& o, WindowPlan plan) {
+// Non-overlapping seq_len windows over the default stream (gptq and llama.cpp differ only in
+// which positions score and whether BOS overwrites each window's first token).
+WindowPlan cut_stream(const std::vector<int32_t>& text_ids, const WindowOptions& o, WindowPlan plan,
+                      int64_t score_from, bool bos_replaces_first, const char* bos_policy) {
+  const bool bos = o.add_bos && o.bos_id >= 0;
   const std::vector<int32_t> stream = default_stream(text_ids, o);
   const int64_t L = o.seq_len;
   plan.stride = L;
-  plan.bos_policy = o.add_bos && o.bos_id >= 0 ? "BOS once at the start of the stream"
-                                                : "no BOS (tokenizer add_bos is false)";
+  plan.bos_policy = bos ? bos_policy : "no BOS (tokenizer add_bos is false)";
   plan.stream_tokens = static_cast<int64_t>(stream.size());
   plan.total_windows = plan.stream_tokens / L;
   require_windows(stream, L, plan.total_windows, o);
   size_t n = limit(plan.total_windows, o.max_windows);
   for (size_t w = 0; w < n; ++w) {
     auto first = stream.begin() + static_cast<std::ptrdiff_t>(w) * L;
-    plan.windows.push_back(Window{{first, first + L}, 0, L - 1});
+    Window win{{first, first + L}, score_from, L - 1};
+    if (bos && bos_replaces_first) win.ids[0] = o.bos_id;
+    plan.windows.push_back(std::move(win));
   }
   return plan;
+}
+
+// GPTQ: the default tokenization (BOS first only when add_bos), cut every seq_len tokens.
+WindowPlan gptq(const std::vector<int32_t>& text_ids, const WindowOptions& o, WindowPlan plan) {
+  return cut_stream(text_ids, o, std::move(plan), 0, false, "BOS once at the start of the stream");
 }
 
 // llama-perplexity: stream tokenized with BOS when add_bos; BOS also overwrites each
 // window's first token; logits n_ctx/2 .. n_ctx-2 score the following tokens.
 WindowPlan llama_cpp(const std::vector<int32_t>& text_ids, const WindowOptions& o, WindowPlan plan) {
-  const bool bos = o.add_bos && o.bos_id >= 0;
-  const std::vector<int32_t> stream = default_stream(text_ids, o);
-  const int64_t L = o.seq_len;
-  plan.stride = L;
-  plan.bos_policy = bos ? "BOS at the start of the stream and replacing each window's first token"
-                        : "no BOS (tokenizer add_bos is false)";
-  plan.stream_tokens = static_cast<int64_t>(stream.size());
-  plan.total_windows = plan.stream_tokens / L;
-  require_windows(stream, L, plan.total_windows, o);
-  size_t n = limit(plan.total_windows, o.max_windows);
-  for (size_t w = 0; w < n; ++w) {
-    auto first = stream.begin() + static_cast<std::ptrdiff_t>(w) * L;
-    Window win{{first, first + L}, L / 2, L - 1};
-    if (bos) win.ids[0] = o.bos_id;
-    plan.windows.push_back(std::move(win));
-  }
-  return plan;
+  return cut_stream(text_ids, o, std::move(plan), o.seq_len / 2, true,
+                    "BOS at the start of the stream and replacing each window's first token");
 }
 
 // bos-window: [BOS] + the next seq_len-1 tokens of the BOS-free stream, all of them scored.
