@@ -65,6 +65,23 @@ class Loader {
   int64_t count_ = 0;
 };
 
+DecoderLayer load_decoder_layer(Loader& load, const ModelConfig& c, const ArchSpec& a, int64_t i) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
+  const int64_t q_out = c.num_heads * D, kv_out = c.num_kv_heads * D;
+  const bool ab = c.attention_bias;
+  DecoderLayer L;
+  L.input_norm = load.get(layer_name(a.input_norm, i), {H});
+  L.post_attn_norm = load.get(layer_name(a.post_attn_norm, i), {H});
+  L.q = load.linear(a.linear("q_proj"), i, q_out, H, ab);
+  L.k = load.linear(a.linear("k_proj"), i, kv_out, H, ab);
+  L.v = load.linear(a.linear("v_proj"), i, kv_out, H, ab);
+  L.o = load.linear(a.linear("o_proj"), i, H, q_out, ab);
+  L.gate = load.linear(a.linear("gate_proj"), i, I, H, ab);
+  L.up = load.linear(a.linear("up_proj"), i, I, H, ab);
+  L.down = load.linear(a.linear("down_proj"), i, H, I, ab);
+  return L;
+}
+
 }  // namespace
 
 int set_threads(int threads) {
@@ -79,7 +96,7 @@ int set_threads(int threads) {
   return threads;
 }
 
-std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const RuntimeOptions& opts) {
+std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const RuntimeOptions& opts, bool with_layers) {
   auto m = std::unique_ptr<LlamaModel>(new LlamaModel());
   m->cfg_ = ckpt.config();
   m->arch_ = &arch_spec_for(m->cfg_.architecture);
@@ -88,8 +105,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
   const ArchSpec& a = *m->arch_;
   Loader load(ckpt, opts);
 
-  const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
-  const int64_t q_out = c.num_heads * D, kv_out = c.num_kv_heads * D;
+  const int64_t H = c.hidden_size;
   m->embed_ = load.get(a.embed, {c.vocab_size, H});
   m->final_norm_ = load.get(a.final_norm, {H});
   if (c.tie_word_embeddings) {
@@ -97,27 +113,40 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
   } else {
     m->lm_head_ = std::make_unique<DenseLinear>(load.get(a.lm_head, {c.vocab_size, H}), std::nullopt);
   }
-  m->layers_.resize(static_cast<size_t>(c.num_layers));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    DecoderLayer& L = m->layers_[static_cast<size_t>(i)];
-    L.input_norm = load.get(layer_name(a.input_norm, i), {H});
-    L.post_attn_norm = load.get(layer_name(a.post_attn_norm, i), {H});
-    const bool ab = c.attention_bias;
-    L.q = load.linear(a.linear("q_proj"), i, q_out, H, ab);
-    L.k = load.linear(a.linear("k_proj"), i, kv_out, H, ab);
-    L.v = load.linear(a.linear("v_proj"), i, kv_out, H, ab);
-    L.o = load.linear(a.linear("o_proj"), i, H, q_out, ab);
-    L.gate = load.linear(a.linear("gate_proj"), i, I, H, ab);
-    L.up = load.linear(a.linear("up_proj"), i, I, H, ab);
-    L.down = load.linear(a.linear("down_proj"), i, H, I, ab);
+  if (with_layers) {
+    m->layers_.reserve(static_cast<size_t>(c.num_layers));
+    for (int64_t i = 0; i < c.num_layers; ++i) m->layers_.push_back(load_decoder_layer(load, c, a, i));
   }
   m->parameter_count_ = load.count();
   m->rope_ = make_rope_tables(c, c.max_position_embeddings, opts.compute_dtype, opts.device);
   return m;
 }
 
+DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const {
+  if (index < 0 || index >= cfg_.num_layers)
+    throw Error(ckpt.dir().string(), "no decoder layer " + std::to_string(index) + " (the model has " +
+                                         std::to_string(cfg_.num_layers) + ")");
+  Loader load(ckpt, opts_);
+  return load_decoder_layer(load, cfg_, *arch_, index);
+}
+
+std::unique_ptr<Linear>& DecoderLayer::linear(const std::string& role) {
+  if (role == "q_proj") return q;
+  if (role == "k_proj") return k;
+  if (role == "v_proj") return v;
+  if (role == "o_proj") return o;
+  if (role == "gate_proj") return gate;
+  if (role == "up_proj") return up;
+  if (role == "down_proj") return down;
+  throw Error("decoder layer", "no linear with role " + quote_name(role));
+}
+
+const std::unique_ptr<Linear>& DecoderLayer::linear(const std::string& role) const {
+  return const_cast<DecoderLayer*>(this)->linear(role);
+}
+
 at::Tensor DecoderLayer::forward(const at::Tensor& h, const RopeTables& rope, const ModelConfig& cfg,
-                                 int64_t start, KVCache* cache, int64_t index) const {
+                                 int64_t start, KVCache* cache, int64_t index, LayerTap* tap) const {
   const int64_t B = h.size(0), T = h.size(1), D = cfg.head_dim;
   const int64_t heads = cfg.num_heads, kv_heads = cfg.num_kv_heads, rep = heads / kv_heads;
   if (start + T > rope.cos.size(0))
@@ -126,6 +155,7 @@ at::Tensor DecoderLayer::forward(const at::Tensor& h, const RopeTables& rope, co
 
   // Attention block.
   at::Tensor x = rms_norm(h, input_norm, cfg.rms_norm_eps);
+  if (tap) tap->group_input("attn_in", x);
   at::Tensor qh = q->forward(x).view({B, T, heads, D}).transpose(1, 2);
   at::Tensor kh = k->forward(x).view({B, T, kv_heads, D}).transpose(1, 2);
   at::Tensor vh = v->forward(x).view({B, T, kv_heads, D}).transpose(1, 2);
@@ -155,11 +185,15 @@ at::Tensor DecoderLayer::forward(const at::Tensor& h, const RopeTables& rope, co
   }
   at::Tensor probs = at::softmax(scores, -1).to(h.scalar_type());
   at::Tensor attn = at::matmul(probs, v5).reshape({B, heads, T, D}).transpose(1, 2).reshape({B, T, heads * D});
+  if (tap) tap->group_input("attn_out", attn);
   at::Tensor h2 = h + o->forward(attn);
 
   // SwiGLU MLP block.
   at::Tensor y = rms_norm(h2, post_attn_norm, cfg.rms_norm_eps);
-  return h2 + down->forward(at::silu(gate->forward(y)) * up->forward(y));
+  if (tap) tap->group_input("mlp_in", y);
+  at::Tensor act = at::silu(gate->forward(y)) * up->forward(y);
+  if (tap) tap->group_input("mlp_out", act);
+  return h2 + down->forward(act);
 }
 
 at::Tensor LlamaModel::embed(const at::Tensor& ids) const {

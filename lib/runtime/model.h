@@ -41,22 +41,40 @@ struct RopeTables {
 RopeTables make_rope_tables(const ModelConfig& cfg, int64_t max_len, c10::ScalarType dtype,
                             c10::Device device);
 
+// Observes what a decoder layer computes, for calibration. `group` is an ArchSpec group
+// name ("attn_in", "attn_out", "mlp_in", "mlp_out"): x is the input that group's linears read.
+class LayerTap {
+ public:
+  virtual ~LayerTap() = default;
+  virtual void group_input(const std::string& group, const at::Tensor& x) = 0;
+};
+
 struct DecoderLayer {
   at::Tensor input_norm;      // [hidden]
   at::Tensor post_attn_norm;  // [hidden]
   std::unique_ptr<Linear> q, k, v, o, gate, up, down;
 
+  // The linear of an ArchSpec role ("q_proj", ..., "down_proj"); throws on an unknown role.
+  std::unique_ptr<Linear>& linear(const std::string& role);
+  const std::unique_ptr<Linear>& linear(const std::string& role) const;
+
   // h: [B, T, hidden]; positions start at `start` (cache->length when a cache is given).
   // With a cache the new keys/values are written at [start, start+T) of layer `index`.
+  // A tap, when given, sees the input of every linear group.
   at::Tensor forward(const at::Tensor& h, const RopeTables& rope, const ModelConfig& cfg,
-                     int64_t start, KVCache* cache, int64_t index) const;
+                     int64_t start, KVCache* cache, int64_t index, LayerTap* tap = nullptr) const;
 };
 
 class LlamaModel {
  public:
   // Loads weights through DenseLinear; throws fsq::Error naming the tensor on a missing
   // tensor or a shape that disagrees with config.json.
-  static std::unique_ptr<LlamaModel> load(const Checkpoint& ckpt, const RuntimeOptions& opts);
+  // With with_layers = false only the embedding, final norm, head and rotary tables are
+  // loaded: layer-streaming callers fetch one decoder layer at a time with load_layer().
+  static std::unique_ptr<LlamaModel> load(const Checkpoint& ckpt, const RuntimeOptions& opts,
+                                          bool with_layers = true);
+  // Decoder layer `index` of the checkpoint (same checks as load()).
+  DecoderLayer load_layer(const Checkpoint& ckpt, int64_t index) const;
 
   // ids: int64 [B, T]. Without a cache: positions 0..T-1. With a cache: positions
   // cache->length .. +T-1, then cache->length += T. Returns fp32 logits [B, T, vocab].

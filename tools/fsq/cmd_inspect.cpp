@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "calib/calib_file.h"
+#include "calib/calib_report.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/sha256.h"
@@ -57,6 +59,7 @@ json tensors_json(const std::vector<const TensorView*>& views) {
 }
 
 std::string text_report(const json& j) {
+  if (j["kind"] == "calibration file") return render_calibration_summary(j);
   std::string out = "path        " + j["path"].get<std::string>() + " (" + j["kind"].get<std::string>() + ")\n";
   if (j.contains("config")) {
     const json& c = j["config"];
@@ -134,6 +137,13 @@ json inspect(const std::filesystem::path& path) {
   if (path.extension() != ".safetensors")
     throw Error(path.string(), "not a checkpoint directory, a .safetensors file or a .gguf file");
   auto file = SafetensorsFile::open(path);
+  if (CalibrationFile::is_calibration_file(*file)) {
+    json j = summarize_calibration(CalibrationFile::open(path));
+    j["path"] = path.string();
+    j["kind"] = "calibration file";
+    j["sha256"] = sha256_file(path);
+    return j;
+  }
   std::vector<const TensorView*> views;
   for (const auto& t : file->tensors()) views.push_back(&t);
   std::sort(views.begin(), views.end(), [](auto* a, auto* b) { return a->name < b->name; });
@@ -156,14 +166,15 @@ Command add_inspect_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "inspect",
       "Show what a checkpoint directory, a .safetensors file or a .gguf file holds: config summary, tensors "
-      "with dtypes, shapes and sizes, parameter count, sha256.");
+      "with dtypes, shapes and sizes, parameter count, sha256. A calibration file (fsq calibrate) is shown "
+      "as per-layer activation ranges, outlier channels and Fisher magnitudes.");
   app->add_option("path", f->path, "checkpoint directory, .safetensors file or .gguf file")
       ->required()
       ->check(CLI::ExistingPath);
   app->add_option("--json", f->json_out, "print JSON instead of text; with FILE, write it there (atomically)")
       ->expected(0, 1);
   app->footer(examples({"fsq inspect models/stories260K", "fsq inspect model.safetensors --json",
-                        "fsq inspect models/stories260K --json info.json"}));
+                        "fsq inspect models/stories260K --json info.json", "fsq inspect calib.safetensors"}));
   return Command{app, [app, f] {
                    json j = inspect(f->path);
                    if (app->count("--json") == 0) {

@@ -23,16 +23,18 @@ int fail(int code, std::string msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fsq: LLM compression toolchain (evaluate, inspect, generate, convert)", "fsq"};
+  CLI::App app{"fsq: LLM compression toolchain (calibrate, evaluate, inspect, generate, convert)", "fsq"};
   app.set_version_flag("--version", "fsq " + fsq::cli::version());
   app.require_subcommand(1);
   app.footer(fsq::cli::examples({"fsq eval --model DIR --data wiki.test.raw", "fsq inspect DIR",
+                                 "fsq calibrate --model DIR --data calib.txt --out calib.safetensors",
                                  "fsq generate --model DIR --prompt \"Once upon a time\" -n 40",
                                  "fsq convert --from gguf model.gguf --out DIR"}));
   std::vector<fsq::cli::Command> commands = {fsq::cli::add_eval_command(app),
                                              fsq::cli::add_inspect_command(app),
                                              fsq::cli::add_generate_command(app),
-                                             fsq::cli::add_convert_command(app)};
+                                             fsq::cli::add_convert_command(app),
+                                             fsq::cli::add_calibrate_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
