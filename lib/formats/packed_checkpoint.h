@@ -1,0 +1,108 @@
+// The packed checkpoint directory that `fsq quantize` writes and `fsq eval` reads:
+// config.json (+ quantization_config), model.safetensors (bit-packed codes, fp16 scales,
+// uint8 zero points, dense tensors as given), fsq.json (quant type per linear, provenance,
+// per-tensor sha256) and the source's tokenizer files. FORMAT.md is the specification.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "formats/quant/uniform_reference.h"
+#include "formats/safetensors.h"
+
+namespace fsq {
+
+// The fsq.json format_version this build writes and the only one it reads.
+inline constexpr int kPackedFormatVersion = 1;
+
+inline constexpr const char* kPackedManifestFile = "fsq.json";
+inline constexpr const char* kPackedConfigFile = "config.json";
+inline constexpr const char* kPackedWeightsFile = "model.safetensors";
+// Suffixes appended to a quantized linear's base name ("model.layers.0.self_attn.q_proj").
+inline constexpr const char* kQWeightSuffix = ".qweight";  // I32 [rows, words per row]
+inline constexpr const char* kScalesSuffix = ".scales";    // F16 [rows, groups]
+inline constexpr const char* kQZerosSuffix = ".qzeros";    // U8 [rows, groups], asym only
+inline constexpr const char* kBiasSuffix = ".bias";        // stored as given, dense
+
+// One quantized linear to write. The quant type, rows and cols come from `matrix`.
+struct QuantizedLinearToWrite {
+  std::string name;        // base name, without ".weight"
+  QuantizedMatrix matrix;  // canonical codes/scales/zeros (validated, then bit-packed)
+  std::string method;      // the pass that produced it: "rtn", "awq", ...
+  nlohmann::json options = nlohmann::json::object();  // the pass's options, stored verbatim
+};
+
+struct PackedCheckpointToWrite {
+  nlohmann::json source_config;      // the source config.json (an object)
+  std::vector<TensorToWrite> dense;  // embeddings, norms, biases, lm_head, ...
+  std::vector<QuantizedLinearToWrite> linears;
+  nlohmann::json calibration;           // provenance, opaque; null when none
+  std::string source_sha256;            // identity of the source weights
+  std::filesystem::path tokenizer_dir;  // copy tokenizer files from here; empty: none
+};
+
+// Source files copied verbatim from tokenizer_dir when present.
+const std::vector<std::string>& packed_copied_source_files();
+
+// Writes the whole directory at `out`, atomically: everything goes to a sibling
+// "<out>.tmp-<pid>" folder (each file fsynced), which is then renamed to `out`. Throws
+// fsq::Error (and leaves nothing behind) when `out` exists and is not an empty folder, on
+// invalid input (a bad matrix, a name clash, a non-object config) or on a write failure.
+void write_packed_checkpoint(const PackedCheckpointToWrite& ckpt, const std::filesystem::path& out);
+
+// A quantized linear of an opened checkpoint. The views point into the mapped
+// model.safetensors and live as long as the PackedCheckpoint they came from.
+struct PackedLinear {
+  std::string name;        // base name
+  std::string quant_type;  // registry name, e.g. "w4g128a"
+  UniformQuant quant;
+  int64_t rows = 0;  // out_features
+  int64_t cols = 0;  // in_features
+  std::string method;
+  nlohmann::json options;
+  const TensorView* qweight = nullptr;
+  const TensorView* scales = nullptr;
+  const TensorView* qzeros = nullptr;  // null when symmetric
+  const TensorView* bias = nullptr;    // null when absent
+};
+
+struct PackedOpenOptions {
+  // Recompute every tensor's sha256 and compare with fsq.json (reads the whole file once).
+  bool verify_sha256 = true;
+};
+
+class PackedCheckpoint {
+ public:
+  // Opens and validates the directory; throws one fsq::Error naming the file at fault and
+  // the problem (missing file, unknown format version or quant type, missing tensor, wrong
+  // dtype or shape, zero point out of range, sha256 mismatch, ...).
+  static PackedCheckpoint open(const std::filesystem::path& dir, const PackedOpenOptions& opts = {});
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const nlohmann::json& config() const { return config_; }               // config.json
+  const nlohmann::json& manifest() const { return manifest_; }           // fsq.json
+  const std::vector<PackedLinear>& linears() const { return linears_; }  // sorted by name
+  const PackedLinear* find_linear(const std::string& name) const;        // nullptr if absent
+  // Tensors that are not a quantized linear's qweight/scales/qzeros (biases included).
+  const std::vector<const TensorView*>& dense_tensors() const { return dense_; }
+  const SafetensorsFile& weights() const { return *weights_; }
+
+ private:
+  std::filesystem::path dir_;
+  nlohmann::json config_;
+  nlohmann::json manifest_;
+  std::shared_ptr<const SafetensorsFile> weights_;
+  std::vector<PackedLinear> linears_;
+  std::vector<const TensorView*> dense_;
+};
+
+// Unpacks and dequantizes with the scalar reference: row-major [rows, cols] floats.
+std::vector<float> dequantize_linear(const PackedLinear& linear);
+
+// The canonical values of a packed linear (codes unpacked, scales/zeros copied).
+QuantizedMatrix unpack_linear(const PackedLinear& linear);
+
+}  // namespace fsq

@@ -1,0 +1,178 @@
+// write_packed_checkpoint: validates the input, bit-packs the codes, hashes every tensor,
+// and writes the directory into a staging folder that is renamed into place at the end.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <bit>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/sha256.h"
+#include "formats/packed_checkpoint.h"
+#include "formats/quant/bitpack.h"
+#include "formats/quant/quant_types.h"
+
+namespace fsq {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+static_assert(std::endian::native == std::endian::little, "tensors are written in host byte order");
+
+// Packed words and the tensor list that points into them (and into the caller's data).
+struct TensorSet {
+  std::vector<std::vector<uint32_t>> packed;  // one per linear; moves keep spans valid
+  std::vector<TensorToWrite> tensors;
+};
+
+template <typename T>
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span<const T>(v));
+}
+
+void check_input(const PackedCheckpointToWrite& c, const std::string& where) {
+  if (!c.source_config.is_object()) throw Error(where, "source config must be a JSON object");
+  std::error_code ec;
+  if (!c.tokenizer_dir.empty() && !fs::is_directory(c.tokenizer_dir, ec))
+    throw Error(c.tokenizer_dir.string(), "tokenizer source folder not found");
+  if (c.source_config.contains("quantization_config"))
+    throw Error(where, "source config.json already has a quantization_config (an already quantized model)");
+  std::set<std::string> reserved;  // names the quantized linears own
+  for (const QuantizedLinearToWrite& l : c.linears) {
+    const std::string what = "linear " + quote_name(l.name);
+    if (l.name.empty()) throw Error(where, "a quantized linear has an empty name");
+    if (!reserved.insert(l.name + kQWeightSuffix).second) throw Error(where, what + " is given twice");
+    validate_quantized_matrix(l.matrix, where + ": " + what);
+    for (const char* suffix : {".weight", kScalesSuffix, kQZerosSuffix}) reserved.insert(l.name + suffix);
+  }
+  for (const TensorToWrite& t : c.dense)
+    if (reserved.count(t.name))
+      throw Error(where, "dense tensor " + quote_name(t.name) + " clashes with a quantized linear");
+}
+
+TensorSet build_tensors(const PackedCheckpointToWrite& c) {
+  TensorSet set;
+  set.tensors = c.dense;
+  set.packed.reserve(c.linears.size());
+  for (const QuantizedLinearToWrite& l : c.linears) {
+    const QuantizedMatrix& m = l.matrix;
+    const int64_t words = packed_words_per_row(m.quant.bits, m.cols);
+    set.packed.push_back(pack_rows(m.codes, m.rows, m.cols, m.quant.bits));
+    set.tensors.push_back(
+        {l.name + kQWeightSuffix, DType::I32, {m.rows, words}, bytes_of(set.packed.back())});
+    set.tensors.push_back({l.name + kScalesSuffix, DType::F16, {m.rows, m.groups()}, bytes_of(m.scales)});
+    if (!m.quant.symmetric)
+      set.tensors.push_back({l.name + kQZerosSuffix, DType::U8, {m.rows, m.groups()}, bytes_of(m.zeros)});
+  }
+  return set;
+}
+
+json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorToWrite>& tensors) {
+  json linears = json::object();
+  for (const QuantizedLinearToWrite& l : c.linears)
+    linears[l.name] = {{"quant_type", uniform_quant_name(l.matrix.quant)},
+                       {"shape", {l.matrix.rows, l.matrix.cols}},
+                       {"method", l.method},
+                       {"options", l.options}};
+  json hashes = json::object();
+  for (const TensorToWrite& t : tensors) hashes[t.name] = sha256_hex(t.data);
+  return {{"format_version", kPackedFormatVersion},
+          {"source_sha256", c.source_sha256},
+          {"calibration", c.calibration},
+          {"linears", std::move(linears)},
+          {"tensor_sha256", std::move(hashes)}};
+}
+
+json build_config(const PackedCheckpointToWrite& c) {
+  std::set<std::string> types;
+  for (const QuantizedLinearToWrite& l : c.linears) types.insert(uniform_quant_name(l.matrix.quant));
+  json config = c.source_config;
+  config["quantization_config"] = {{"quant_method", "fsq"},
+                                   {"format_version", kPackedFormatVersion},
+                                   {"manifest", kPackedManifestFile},
+                                   {"quant_types", types}};
+  return config;
+}
+
+std::string read_whole_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in || in.bad()) throw Error(p.string(), "cannot read file");
+  return text.str();
+}
+
+void copy_source_files(const fs::path& from, const fs::path& to) {
+  if (from.empty()) return;
+  std::error_code ec;
+  for (const std::string& name : packed_copied_source_files())
+    if (fs::is_regular_file(from / name, ec)) write_file_atomic(to / name, read_whole_file(from / name));
+}
+
+// Makes a rename inside `dir` durable (best effort, like AtomicFile).
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+const std::vector<std::string>& packed_copied_source_files() {
+  // clang-format off
+  static const std::vector<std::string> names = {
+      "tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json",
+      "added_tokens.json", "vocab.json", "merges.txt", "generation_config.json"};
+  // clang-format on
+  return names;
+}
+
+void write_packed_checkpoint(const PackedCheckpointToWrite& ckpt, const fs::path& out_arg) {
+  // "dir/out/" names the folder "dir/out" (its filename() would be empty).
+  const fs::path out = out_arg.has_filename() ? out_arg : out_arg.parent_path();
+  const std::string where = out.string();
+  std::error_code ec;
+  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
+    throw Error(where, "output folder exists and is not empty; choose a new one or remove it");
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec)) throw Error(where, "parent folder does not exist");
+  check_input(ckpt, where);
+
+  const TensorSet set = build_tensors(ckpt);
+  const json manifest = build_manifest(ckpt, set.tensors);
+  const json config = build_config(ckpt);
+
+  // Staging beside the destination keeps the final rename on one file system.
+  const fs::path staging = parent / (out.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  fs::remove_all(staging, ec);
+  if (!fs::create_directory(staging, ec))
+    throw Error(staging.string(), "cannot create folder: " + ec.message());
+  try {
+    const std::map<std::string, std::string> meta = {
+        {"format", "pt"}, {"fsq_format_version", std::to_string(kPackedFormatVersion)}};
+    write_safetensors(staging / kPackedWeightsFile, set.tensors, meta);
+    write_file_atomic(staging / kPackedConfigFile, config.dump(2) + "\n");
+    copy_source_files(ckpt.tokenizer_dir, staging);
+    // fsq.json last: a staging folder with it is complete.
+    write_file_atomic(staging / kPackedManifestFile, manifest.dump(2) + "\n");
+    fsync_dir(staging);
+    if (fs::exists(out, ec)) fs::remove(out);  // the empty folder the caller made
+    fs::rename(staging, out);
+    fsync_dir(parent);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(staging, ec);
+    throw Error(where, std::string("cannot write: ") + e.code().message());
+  } catch (...) {
+    fs::remove_all(staging, ec);
+    throw;
+  }
+}
+
+}  // namespace fsq
