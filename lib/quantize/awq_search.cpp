@@ -1,0 +1,158 @@
+#include "quantize/awq_search.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common/error.h"
+#include "quantize/awq_fold.h"
+#include "quantize/fake_quant.h"
+
+namespace fsq {
+namespace {
+
+constexpr double kMinScale = 1e-4;  // keeps s > 0 for channels that are never active
+
+void check_input(const char* where, const at::Tensor& x, const std::vector<at::Tensor>& weights) {
+  if (x.dim() != 2) throw Error(where, "input must be [tokens, in]", "2 dimensions", std::to_string(x.dim()));
+  if (weights.empty()) throw Error(where, "no weights to search");
+  for (const at::Tensor& w : weights)
+    if (w.dim() != 2 || w.size(1) != x.size(1))
+      throw Error(where, "weight does not take the input's channels", std::to_string(x.size(1)) + " columns",
+                  w.dim() == 2 ? std::to_string(w.size(1)) : std::to_string(w.dim()) + " dimensions");
+}
+
+double mse(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kFloat) - b.to(at::kFloat)).pow(2).mean().item<double>();
+}
+
+// Every step-th token, at most max_tokens of them: spread over the whole calibration set.
+at::Tensor subsample_tokens(const at::Tensor& x, int64_t max_tokens) {
+  const int64_t tokens = x.size(0);
+  const int64_t step = std::max<int64_t>(1, tokens / max_tokens);
+  const at::Tensor strided = x.slice(0, 0, tokens, step);
+  return strided.narrow(0, 0, std::min(strided.size(0), max_tokens));
+}
+
+// Each group's contribution to each output: x_groups [groups, tokens, group_cols] and
+// w [rows, groups * group_cols] -> [groups, tokens, rows].
+at::Tensor group_outputs(const at::Tensor& x_groups, const at::Tensor& w) {
+  const int64_t groups = x_groups.size(0);
+  return at::bmm(x_groups, w.reshape({w.size(0), groups, x_groups.size(2)}).permute({1, 2, 0}));
+}
+
+// Clip search on one chunk of rows; returns [rows, groups].
+at::Tensor search_clip_rows(const at::Tensor& w, const at::Tensor& x_groups, const UniformQuant& q,
+                            const ClipSearchOptions& o) {
+  const int64_t groups = x_groups.size(0);
+  const at::Tensor full_range = w.reshape({w.size(0), groups, x_groups.size(2)}).abs().amax(-1);
+  const at::Tensor reference = group_outputs(x_groups, w);
+  at::Tensor best_max = full_range;
+  at::Tensor best_err = at::full_like(full_range, std::numeric_limits<double>::infinity());
+  for (int i = 0; i < o.n_grid; ++i) {
+    const at::Tensor clip_max = full_range * (1.0 - o.max_shrink * i / o.n_grid);
+    const at::Tensor quantized = fake_quantize_clipped(w, q, clip_max);
+    // mean over tokens, [groups, rows] -> [rows, groups]
+    const at::Tensor err = (group_outputs(x_groups, quantized) - reference).pow(2).mean(1).t();
+    const at::Tensor better = err < best_err;  // strict: ties keep the weaker clip
+    best_err = at::where(better, err, best_err);
+    best_max = at::where(better, clip_max, best_max);
+  }
+  return best_max;
+}
+
+}  // namespace
+
+BlockForward concatenated_linear_outputs(at::Tensor x) {
+  return [x = x.to(at::kFloat)](const std::vector<at::Tensor>& weights) {
+    std::vector<at::Tensor> outputs;
+    outputs.reserve(weights.size());
+    for (const at::Tensor& w : weights) outputs.push_back(at::matmul(x, w.to(at::kFloat).t()));
+    return at::cat(outputs, -1);
+  };
+}
+
+at::Tensor mean_abs_per_channel(const at::Tensor& x) { return x.to(at::kFloat).abs().mean(0); }
+
+at::Tensor awq_scales(const at::Tensor& channel_magnitude, double alpha) {
+  const at::Tensor s = at::pow(channel_magnitude.to(at::kFloat), alpha).clamp_min(kMinScale);
+  return s / (s.max() * s.min()).sqrt();
+}
+
+ScaleSearchResult awq_search_scales(const at::Tensor& x, const std::vector<at::Tensor>& weights,
+                                    const UniformQuant& q, const BlockForward& block,
+                                    const ScaleSearchOptions& options) {
+  check_input("awq scale search", x, weights);
+  if (options.n_grid < 1) throw Error("awq scale search", "n_grid must be positive");
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> originals;
+  for (const at::Tensor& w : weights) originals.push_back(w.to(at::kFloat));
+  const at::Tensor reference = block(originals);
+  const at::Tensor magnitude = mean_abs_per_channel(x);
+
+  ScaleSearchResult result;
+  double best_loss = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < options.n_grid; ++i) {
+    const double alpha = double(i) / options.n_grid;
+    const at::Tensor s = awq_scales(magnitude, alpha);
+    std::vector<at::Tensor> candidates;
+    for (const at::Tensor& w : originals) candidates.push_back(fake_quantize(w * s, q) / s);
+    const double loss = mse(block(candidates), reference);
+    if (std::isnan(loss))
+      throw Error("awq scale search", "block output is NaN at alpha " + std::to_string(alpha));
+    result.table.push_back({alpha, loss});
+    if (loss < best_loss || result.table.size() == 1) {  // strict: ties keep the smaller alpha
+      best_loss = loss;
+      result.best_alpha = alpha;
+      result.scales = s;
+    }
+  }
+  return result;
+}
+
+at::Tensor awq_search_clip(const at::Tensor& w, const at::Tensor& x, const UniformQuant& q,
+                           const ClipSearchOptions& options) {
+  check_input("awq clip search", x, {w});
+  if (options.n_grid < 1 || options.max_tokens < 1 || options.rows_per_chunk < 1 ||
+      !(options.max_shrink >= 0 && options.max_shrink < 1))
+    throw Error("awq clip search", "invalid options (n_grid, max_tokens, rows_per_chunk >= 1; 0 <= max_shrink < 1)");
+  at::NoGradGuard no_grad;
+  const at::Tensor weights = w.to(at::kFloat);
+  const int64_t cols = weights.size(1);
+  const int64_t group_cols = q.group_cols(cols);
+  if (group_cols <= 0 || cols % group_cols != 0)
+    throw Error("awq clip search", "columns are not a multiple of the group size",
+                "a multiple of " + std::to_string(group_cols), std::to_string(cols));
+  const at::Tensor xs = subsample_tokens(x, options.max_tokens).to(at::kFloat);
+  const at::Tensor x_groups = xs.reshape({xs.size(0), cols / group_cols, group_cols}).permute({1, 0, 2}).contiguous();
+
+  std::vector<at::Tensor> chunks;
+  for (int64_t row = 0; row < weights.size(0); row += options.rows_per_chunk) {
+    const int64_t n = std::min(options.rows_per_chunk, weights.size(0) - row);
+    chunks.push_back(search_clip_rows(weights.narrow(0, row, n), x_groups, q, options));
+  }
+  return at::cat(chunks, 0);
+}
+
+AwqGroupResult awq_search_group(const at::Tensor& x, const std::vector<at::Tensor>& weights,
+                                const UniformQuant& q, const BlockForward& block, const AwqOptions& options) {
+  AwqGroupResult result;
+  result.scale = awq_search_scales(x, weights, q, block, options.scale);
+  const at::Tensor& s = result.scale.scales;
+  // The scaled linears see x / s; subsampling first keeps the copy small.
+  const at::Tensor x_scaled = subsample_tokens(x, options.clip.max_tokens).to(at::kFloat) / s;
+  for (const at::Tensor& w : weights) {
+    at::Tensor scaled = scale_input_columns(w, s);
+    if (options.search_clip) {
+      result.clip_max.push_back(awq_search_clip(scaled, x_scaled, q, options.clip));
+      scaled = clip_groups(scaled, result.clip_max.back(), q);
+    }
+    result.to_quantize.push_back(scaled);
+  }
+  return result;
+}
+
+}  // namespace fsq
