@@ -27,10 +27,10 @@ ArchSpec llama_family(const std::string& hf_name, bool qkv_bias_always) {
   a.post_attn_norm = std::string(kLayer) + "post_attention_layernorm.weight";
   a.linears = llama_linears(qkv_bias_always);
   a.groups = {
-      {"attn_in", a.input_norm, {"q_proj", "k_proj", "v_proj"}},
-      {"attn_out", "", {"o_proj"}},
-      {"mlp_in", a.post_attn_norm, {"gate_proj", "up_proj"}},
-      {"mlp_out", "", {"down_proj"}},
+      {"attn_in", a.input_norm, {"q_proj", "k_proj", "v_proj"}, "attention", ""},
+      {"attn_out", "", {"o_proj"}, "linear", "v_proj"},
+      {"mlp_in", a.post_attn_norm, {"gate_proj", "up_proj"}, "mlp", ""},
+      {"mlp_out", "", {"down_proj"}, "linear", "up_proj"},
   };
   return a;
 }

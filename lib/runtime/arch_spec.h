@@ -21,6 +21,12 @@ struct LinearGroup {
   std::string name;                // "attn_in", "mlp_in", "attn_out", "mlp_out"
   std::string norm;                // pattern of the preceding RMSNorm weight, "" if none
   std::vector<std::string> roles;  // roles of LinearSpec in this group
+  // What consumes the group's outputs inside the layer: "attention" (self-attention up to
+  // o_proj), "mlp" (the SwiGLU MLP) or "linear" (nothing but the linears themselves).
+  std::string block;
+  // Without a norm: the linear whose output rows are this group's input one to one when
+  // shapes allow ("v_proj" for o_proj, "up_proj" for down_proj); "" when none.
+  std::string producer;
 };
 
 struct ArchSpec {

@@ -147,15 +147,21 @@ const std::unique_ptr<Linear>& DecoderLayer::linear(const std::string& role) con
 
 at::Tensor DecoderLayer::forward(const at::Tensor& h, const RopeTables& rope, const ModelConfig& cfg,
                                  int64_t start, KVCache* cache, int64_t index, LayerTap* tap) const {
-  const int64_t B = h.size(0), T = h.size(1), D = cfg.head_dim;
+  at::Tensor x = rms_norm(h, input_norm, cfg.rms_norm_eps);
+  if (tap) tap->group_input("attn_in", x);
+  at::Tensor h2 = h + attention(x, rope, cfg, start, cache, index, tap);
+  at::Tensor y = rms_norm(h2, post_attn_norm, cfg.rms_norm_eps);
+  if (tap) tap->group_input("mlp_in", y);
+  return h2 + mlp(y, tap);
+}
+
+at::Tensor DecoderLayer::attention(const at::Tensor& x, const RopeTables& rope, const ModelConfig& cfg, int64_t start,
+                                   KVCache* cache, int64_t index, LayerTap* tap) const {
+  const int64_t B = x.size(0), T = x.size(1), D = cfg.head_dim;
   const int64_t heads = cfg.num_heads, kv_heads = cfg.num_kv_heads, rep = heads / kv_heads;
   if (start + T > rope.cos.size(0))
     throw Error("forward", "positions up to " + std::to_string(start + T) + " exceed the model's maximum " +
                                std::to_string(rope.cos.size(0)));
-
-  // Attention block.
-  at::Tensor x = rms_norm(h, input_norm, cfg.rms_norm_eps);
-  if (tap) tap->group_input("attn_in", x);
   at::Tensor qh = q->forward(x).view({B, T, heads, D}).transpose(1, 2);
   at::Tensor kh = k->forward(x).view({B, T, kv_heads, D}).transpose(1, 2);
   at::Tensor vh = v->forward(x).view({B, T, kv_heads, D}).transpose(1, 2);
@@ -180,20 +186,19 @@ at::Tensor DecoderLayer::forward(const at::Tensor& h, const RopeTables& rope, co
   at::Tensor scores = at::matmul(q5, k5.transpose(-1, -2)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(D)));
   const int64_t offset = S - T;  // query t sits at absolute position offset + t
   if (T > 1) {
-    at::Tensor mask = at::ones({T, S}, at::TensorOptions().dtype(at::kBool).device(h.device())).triu(offset + 1);
+    at::Tensor mask = at::ones({T, S}, at::TensorOptions().dtype(at::kBool).device(x.device())).triu(offset + 1);
     scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
   }
-  at::Tensor probs = at::softmax(scores, -1).to(h.scalar_type());
+  at::Tensor probs = at::softmax(scores, -1).to(x.scalar_type());
   at::Tensor attn = at::matmul(probs, v5).reshape({B, heads, T, D}).transpose(1, 2).reshape({B, T, heads * D});
   if (tap) tap->group_input("attn_out", attn);
-  at::Tensor h2 = h + o->forward(attn);
+  return o->forward(attn);
+}
 
-  // SwiGLU MLP block.
-  at::Tensor y = rms_norm(h2, post_attn_norm, cfg.rms_norm_eps);
-  if (tap) tap->group_input("mlp_in", y);
+at::Tensor DecoderLayer::mlp(const at::Tensor& y, LayerTap* tap) const {
   at::Tensor act = at::silu(gate->forward(y)) * up->forward(y);
   if (tap) tap->group_input("mlp_out", act);
-  return h2 + down->forward(act);
+  return down->forward(act);
 }
 
 at::Tensor LlamaModel::embed(const at::Tensor& ids) const {

@@ -63,6 +63,11 @@ struct DecoderLayer {
   // A tap, when given, sees the input of every linear group.
   at::Tensor forward(const at::Tensor& h, const RopeTables& rope, const ModelConfig& cfg,
                      int64_t start, KVCache* cache, int64_t index, LayerTap* tap = nullptr) const;
+  // The two halves of forward(), for passes that measure one block: self-attention on the
+  // normalized input x (ending with o_proj), and the SwiGLU MLP on the normalized input y.
+  at::Tensor attention(const at::Tensor& x, const RopeTables& rope, const ModelConfig& cfg, int64_t start,
+                       KVCache* cache, int64_t index, LayerTap* tap = nullptr) const;
+  at::Tensor mlp(const at::Tensor& y, LayerTap* tap = nullptr) const;
 };
 
 class LlamaModel {

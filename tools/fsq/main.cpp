@@ -23,7 +23,7 @@ int fail(int code, std::string msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fsq: LLM compression toolchain (calibrate, evaluate, inspect, generate, convert)", "fsq"};
+  CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert)", "fsq"};
   app.set_version_flag("--version", "fsq " + fsq::cli::version());
   app.require_subcommand(1);
   app.footer(fsq::cli::examples({"fsq eval --model DIR --data wiki.test.raw", "fsq inspect DIR",
@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
                                              fsq::cli::add_inspect_command(app),
                                              fsq::cli::add_generate_command(app),
                                              fsq::cli::add_convert_command(app),
-                                             fsq::cli::add_calibrate_command(app)};
+                                             fsq::cli::add_calibrate_command(app),
+                                             fsq::cli::add_quantize_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

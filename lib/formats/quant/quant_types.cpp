@@ -74,4 +74,18 @@ double bits_per_weight(const UniformQuant& q, int64_t cols) {
   return q.bits + static_cast<double>(per_group_bits) / static_cast<double>(group);
 }
 
+UniformQuant quant_for_columns(const UniformQuant& requested, int64_t cols) {
+  static constexpr int64_t kGroupSizesDescending[] = {128, 64, 32};
+  UniformQuant q = requested;
+  if (q.group_size == 0 || cols % q.group_size == 0) return q;
+  for (int64_t g : kGroupSizesDescending) {
+    if (g < requested.group_size && cols % g == 0) {
+      q.group_size = g;
+      return q;
+    }
+  }
+  q.group_size = 0;
+  return q;
+}
+
 }  // namespace fsq

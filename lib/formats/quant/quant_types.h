@@ -38,4 +38,9 @@ std::string uniform_quant_name(const UniformQuant& q);
 // multiple of the group size.
 double bits_per_weight(const UniformQuant& q, int64_t cols);
 
+// The type a linear with `cols` inputs gets when `requested` is asked for: the requested one
+// when its group size divides cols, else the largest smaller registry group size that does,
+// else per channel (like llama.cpp's fallback for rows that do not fit a block).
+UniformQuant quant_for_columns(const UniformQuant& requested, int64_t cols);
+
 }  // namespace fsq

@@ -1,0 +1,116 @@
+#include "quantize/awq_pass.h"
+
+#include <ATen/ATen.h>
+
+#include "common/error.h"
+#include "quantize/awq_fold.h"
+#include "quantize/fake_quant.h"
+#include "runtime/model.h"
+
+namespace fsq {
+namespace {
+
+const DenseLinear& dense(const DecoderLayer& layer, const std::string& role) {
+  const auto* d = dynamic_cast<const DenseLinear*>(layer.linear(role).get());
+  if (d == nullptr) throw Error("awq", role + " is not a dense linear: " + layer.linear(role)->describe());
+  return *d;
+}
+
+void set_linear(DecoderLayer& layer, const std::string& role, at::Tensor weight, std::optional<at::Tensor> bias) {
+  layer.linear(role) = std::make_unique<DenseLinear>(std::move(weight), std::move(bias));
+}
+
+at::Tensor flat(const at::Tensor& x) { return x.reshape({-1, x.size(-1)}); }
+
+// The group's block output for candidate weights, `batch` windows at a time.
+BlockForward block_forward(const DecoderLayer& layer, const LinearGroup& group, const at::Tensor& x,
+                           const PassContext& ctx) {
+  if (group.block == "linear") return concatenated_linear_outputs(flat(x));
+  const bool attention = group.block == "attention";
+  if (!attention && group.block != "mlp") throw Error("awq", "unknown block kind " + quote_name(group.block));
+  return [&layer, &group, x, &ctx, attention](const std::vector<at::Tensor>& weights) {
+    DecoderLayer candidate;
+    for (const auto& spec : ctx.arch.linears) {
+      const DenseLinear& d = dense(layer, spec.role);
+      candidate.linear(spec.role) = std::make_unique<DenseLinear>(d.weight(), d.bias());
+    }
+    for (size_t j = 0; j < group.roles.size(); ++j)
+      set_linear(candidate, group.roles[j], weights[j], dense(layer, group.roles[j]).bias());
+    std::vector<at::Tensor> parts;
+    for (int64_t b = 0; b < x.size(0); b += ctx.block_batch) {
+      at::Tensor xb = x.narrow(0, b, std::min(ctx.block_batch, x.size(0) - b));
+      parts.push_back(attention ? candidate.attention(xb, ctx.rope, ctx.config, 0, nullptr, ctx.layer)
+                                : candidate.mlp(xb));
+    }
+    return at::cat(parts, 0);
+  };
+}
+
+at::Tensor& norm_of(DecoderLayer& layer, const ArchSpec& arch, const std::string& pattern) {
+  if (pattern == arch.input_norm) return layer.input_norm;
+  if (pattern == arch.post_attn_norm) return layer.post_attn_norm;
+  throw Error("awq", "no layer norm matches " + quote_name(pattern));
+}
+
+}  // namespace
+
+nlohmann::json AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const {
+  at::NoGradGuard no_grad;
+  nlohmann::json report = nlohmann::json::object();
+  std::map<std::string, at::Tensor> scaled_inputs;  // group -> [tokens, in] after folding
+
+  // 1. Scale search per group on the fp layer, then fold (the fp function is unchanged).
+  for (const LinearGroup& group : ctx.arch.groups) {
+    const at::Tensor& x = acts.groups.at(group.name);
+    at::Tensor x2 = flat(x);
+    const bool has_norm = !group.norm.empty();
+    bool can_fold = has_norm;
+    if (!has_norm && !group.producer.empty())
+      can_fold = dense(layer, group.producer).weight().size(0) == x.size(-1);  // o_proj under GQA: no
+    if (!can_fold) {
+      scaled_inputs[group.name] = x2;
+      report[group.name] = {{"scaled", false}, {"reason", "no norm or one-to-one producer to fold scales into"}};
+      continue;
+    }
+    std::vector<at::Tensor> weights;
+    for (const auto& role : group.roles) weights.push_back(dense(layer, role).weight().to(at::kFloat));
+    const UniformQuant q = ctx.quant_for(x.size(-1));
+    ScaleSearchResult found = awq_search_scales(x2, weights, q, block_forward(layer, group, x, ctx), options_.scale);
+    const at::Tensor& s = found.scales;
+    for (size_t j = 0; j < group.roles.size(); ++j)
+      set_linear(layer, group.roles[j], scale_input_columns(weights[j], s), dense(layer, group.roles[j]).bias());
+    if (has_norm) {
+      at::Tensor& norm = norm_of(layer, ctx.arch, group.norm);
+      norm = fold_scales_into_norm(norm, s);
+    } else {
+      const DenseLinear& producer = dense(layer, group.producer);
+      LinearWeights folded = fold_scales_into_output_rows(producer.weight(), producer.bias(), s);
+      set_linear(layer, group.producer, folded.weight, folded.bias);
+    }
+    scaled_inputs[group.name] = x2 / s;
+    double best_loss = found.table.front().loss;
+    for (const AlphaLoss& entry : found.table)
+      if (entry.alpha == found.best_alpha) best_loss = entry.loss;
+    report[group.name] = {{"scaled", true},
+                          {"alpha", found.best_alpha},
+                          {"loss", best_loss},
+                          {"loss_alpha0", found.table.front().loss}};
+  }
+
+  // 2. Clip search on the folded weights with the correspondingly scaled inputs.
+  if (options_.search_clip) {
+    for (const LinearGroup& group : ctx.arch.groups) {
+      for (const auto& role : group.roles) {
+        if (role == "q_proj" || role == "k_proj") continue;  // see awq_pass.h
+        const DenseLinear& d = dense(layer, role);
+        at::Tensor w = d.weight().to(at::kFloat);
+        const UniformQuant q = ctx.quant_for(w.size(1));
+        at::Tensor clip = awq_search_clip(w, scaled_inputs.at(group.name), q, options_.clip);
+        set_linear(layer, role, clip_groups(w, clip, q), d.bias());
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace fsq

@@ -1,0 +1,40 @@
+#include "common/error.h"
+#include "formats/quant/quant_types.h"
+#include "quantize/awq_pass.h"
+#include "quantize/pass.h"
+
+namespace fsq {
+namespace {
+
+// Round-to-nearest: the data-free baseline. The pipeline quantizes the weights as they are.
+class RtnPass final : public QuantPass {
+ public:
+  nlohmann::json run(DecoderLayer&, const LayerActivations&, const PassContext&) const override {
+    return nlohmann::json::object();
+  }
+};
+
+}  // namespace
+
+UniformQuant PassContext::quant_for(int64_t cols) const { return quant_for_columns(quant, cols); }
+
+const std::vector<PassInfo>& quant_passes() {
+  static const std::vector<PassInfo> passes = {
+      {"rtn", "round-to-nearest group quantization (data-free baseline)", false,
+       [] { return std::make_unique<RtnPass>(); }},
+      {"awq", "activation-aware scale search per linear group, scale folding, clip search (Lin et al. 2023)", true,
+       [] { return std::make_unique<AwqPass>(); }},
+  };
+  return passes;
+}
+
+const PassInfo& find_quant_pass(const std::string& name) {
+  std::string names;
+  for (const auto& p : quant_passes()) {
+    if (p.name == name) return p;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  throw Error("--method", "unknown quantization method " + quote_name(name) + "; available: " + names);
+}
+
+}  // namespace fsq

@@ -1,0 +1,228 @@
+#include "quantize/quantize_model.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <deque>
+
+#include "common/error.h"
+#include "common/half.h"
+#include "common/json_file.h"
+#include "common/progress.h"
+#include "formats/checkpoint.h"
+#include "formats/gguf/gguf_model.h"
+#include "formats/packed_checkpoint.h"
+#include "formats/quant/quant_types.h"
+#include "formats/tokenizer.h"
+#include "quantize/fake_quant.h"
+#include "quantize/layer_inputs.h"
+#include "quantize/layer_store.h"
+#include "quantize/pass.h"
+#include "runtime/torch_bridge.h"
+
+namespace fsq {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<float> to_floats(const at::Tensor& t) {
+  at::Tensor c = t.detach().to(at::kCPU, at::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+const DenseLinear& dense(const DecoderLayer& layer, const std::string& role) {
+  return dynamic_cast<const DenseLinear&>(*layer.linear(role));
+}
+
+// Linears whose input width the requested group size does not divide get a fallback type.
+std::string group_fallbacks(const Checkpoint& ckpt, const std::set<std::string>& linears, const UniformQuant& q) {
+  std::map<std::string, int64_t> count;  // fallback type -> linears
+  for (const std::string& name : linears) {
+    const UniformQuant used = quant_for_columns(q, ckpt.get(name).shape[1]);
+    if (used.group_size != q.group_size) count[uniform_quant_name(used)] += 1;
+  }
+  std::string out;
+  for (const auto& [type, n] : count)
+    out += "  note: " + std::to_string(n) + " linear(s) whose input width is not a multiple of " +
+           std::to_string(q.group_size) + " use " + type + "\n";
+  return out;
+}
+
+at::Tensor calibration_ids(const QuantizeConfig& cfg, nlohmann::json& provenance) {
+  auto tokenizer = load_tokenizer(cfg.model);
+  CalibrationText text = read_calibration_text(*cfg.calib_data);
+  CalibrationSet set = make_calibration_set(*tokenizer, text, cfg.draw);
+  provenance = {{"data", cfg.calib_data->string()}, {"data_sha256", text.sha256}, {"samples", cfg.draw.samples},
+                {"seq_len", cfg.draw.seq_len}, {"seed", cfg.draw.seed}, {"bos", set.bos},
+                {"tokenizer_sha256", tokenizer->sha256()}, {"window_starts", set.starts}};
+  at::Tensor ids = at::empty({static_cast<int64_t>(set.windows.size()), set.seq_len}, at::kLong);
+  for (size_t s = 0; s < set.windows.size(); ++s)
+    for (int64_t t = 0; t < set.seq_len; ++t) ids[static_cast<int64_t>(s)][t] = set.windows[s][static_cast<size_t>(t)];
+  return ids;
+}
+
+StoredLayer quantize_layer(const DecoderLayer& layer, const ArchSpec& arch, const UniformQuant& q,
+                           const nlohmann::json& report) {
+  StoredLayer stored;
+  stored.report = report;
+  for (const auto& spec : arch.linears) {
+    const DenseLinear& d = dense(layer, spec.role);
+    const UniformQuant used = quant_for_columns(q, d.in_features());
+    stored.linears.emplace(spec.role, to_quantized_matrix(quantize_groups(d.weight().to(at::kFloat), used), used));
+    if (d.bias()) stored.vectors[spec.role + ".bias"] = to_floats(*d.bias());
+  }
+  stored.vectors["input_norm"] = to_floats(layer.input_norm);
+  stored.vectors["post_attn_norm"] = to_floats(layer.post_attn_norm);
+  return stored;
+}
+
+// Floats stored in the dtype the source used for that tensor.
+std::vector<std::byte> encode(const std::vector<float>& v, DType dtype, const std::string& name) {
+  std::vector<std::byte> out;
+  if (dtype == DType::F32) {
+    out.resize(v.size() * 4);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+  if (dtype != DType::BF16 && dtype != DType::F16) throw Error(name, "unsupported source dtype for a rewritten tensor");
+  out.resize(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint16_t h = dtype == DType::BF16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json QuantizeSummary::to_json() const {
+  return {{"method", shape.method}, {"quant_type", uniform_quant_name(shape.quant)}, {"dry_run", dry_run},
+          {"plan", plan.to_json()}, {"resumed_layers", resumed_layers}, {"seconds", seconds},
+          {"layers", layer_reports}};
+}
+
+QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void(const std::string&)>& log) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (is_gguf_path(cfg.model))
+    throw Error("--model", "quantize reads Hugging Face checkpoint folders; convert the GGUF first: fsq convert --from gguf " +
+                               cfg.model.string() + " --out DIR");
+  validate_uniform_quant(cfg.quant, "--bits/--group-size");
+  const PassInfo& pass_info = find_quant_pass(cfg.method);
+  if (pass_info.needs_calibration && !cfg.calib_data)
+    throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)");
+  std::error_code ec;
+  if (!cfg.dry_run && fs::exists(cfg.out, ec) && !(fs::is_directory(cfg.out, ec) && fs::is_empty(cfg.out, ec)))
+    throw Error(cfg.out.string(), "already exists; choose a new --out folder");
+
+  Checkpoint ckpt = Checkpoint::open(cfg.model);
+  const ModelConfig& mc = ckpt.config();
+  const ArchSpec& arch = arch_spec_for(mc.architecture);
+  const std::set<std::string> linear_names = linear_weight_names(arch, mc.num_layers);
+  if (pass_info.needs_calibration && cfg.draw.seq_len > mc.max_position_embeddings)
+    throw Error("--seq-len", "exceeds the model's maximum positions",
+                "<= " + std::to_string(mc.max_position_embeddings), std::to_string(cfg.draw.seq_len));
+
+  QuantizeSummary summary;
+  summary.dry_run = cfg.dry_run;
+  summary.shape = {cfg.method, pass_info.needs_calibration, cfg.quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
+  summary.plan = plan_quantize(ckpt, summary.shape);
+  log(summary.plan.to_text(summary.shape) + group_fallbacks(ckpt, linear_names, cfg.quant));
+  const int64_t limit = cfg.max_memory > 0 ? cfg.max_memory : physical_memory_bytes();
+  if (limit > 0 && summary.plan.peak() > limit)
+    throw Error("--max-memory", "the predicted peak memory exceeds the limit; use fewer --samples, a shorter --seq-len "
+                                "or a smaller --batch-size, or raise --max-memory",
+                "<= " + std::to_string(limit) + " bytes", std::to_string(summary.plan.peak()) + " bytes");
+  if (cfg.dry_run) return summary;
+
+  nlohmann::json calibration;  // null for data-free methods
+  at::Tensor ids;
+  if (pass_info.needs_calibration) ids = calibration_ids(cfg, calibration);
+
+  const nlohmann::json fingerprint = {
+      {"source_sha256", ckpt.weights_sha256()}, {"method", cfg.method}, {"quant_type", uniform_quant_name(cfg.quant)},
+      {"calibration", calibration}, {"batch_size", cfg.batch_size},
+      {"compute_dtype", scalar_type_name(cfg.runtime.compute_dtype)}, {"format_version", kPackedFormatVersion}};
+  std::string store_message;
+  LayerStore store(cfg.out, fingerprint, cfg.resume, store_message);
+  if (!store_message.empty()) log(store_message);
+
+  auto shell = LlamaModel::load(ckpt, cfg.runtime, /*with_layers=*/false);
+  const auto pass = pass_info.make();
+  at::Tensor hidden;
+  if (pass_info.needs_calibration) {
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> parts;
+    for (int64_t b = 0; b < ids.size(0); b += cfg.batch_size)
+      parts.push_back(shell->embed(ids.narrow(0, b, std::min(cfg.batch_size, ids.size(0) - b))));
+    hidden = at::cat(parts, 0);
+  }
+  auto later_layers_pending = [&](int64_t i) {
+    for (int64_t j = i + 1; j < mc.num_layers; ++j)
+      if (!store.has(j)) return true;
+    return false;
+  };
+
+  int64_t quantized_now = 0;
+  {
+    Progress bar("quantize: " + cfg.method + " " + uniform_quant_name(cfg.quant), mc.num_layers);
+    for (int64_t i = 0; i < mc.num_layers; ++i) {
+      if (store.has(i)) {
+        summary.resumed_layers += 1;
+        if (pass_info.needs_calibration && later_layers_pending(i)) {
+          DecoderLayer fp = shell->load_layer(ckpt, i);
+          hidden = run_fp_layer(fp, hidden, shell->rope(), mc, i, cfg.batch_size, false).output;
+        }
+        bar.update(i + 1, "layer " + std::to_string(i) + " (saved)");
+        continue;
+      }
+      DecoderLayer layer = shell->load_layer(ckpt, i);
+      LayerRun run;
+      if (pass_info.needs_calibration) run = run_fp_layer(layer, hidden, shell->rope(), mc, i, cfg.batch_size, true);
+      PassContext ctx{mc, arch, shell->rope(), i, cfg.quant, cfg.batch_size};
+      nlohmann::json report = pass->run(layer, run.acts, ctx);
+      store.save(i, quantize_layer(layer, arch, cfg.quant, report));
+      if (cfg.stop_after_layers >= 0 && ++quantized_now >= cfg.stop_after_layers)
+        throw Error("quantize", "stopped after " + std::to_string(quantized_now) + " layers (testing hook)");
+      if (pass_info.needs_calibration) hidden = run.output;
+      bar.update(i + 1, "layer " + std::to_string(i));
+    }
+    bar.finish();
+  }
+
+  // Assemble from the saved layers (so a resumed run writes the same bytes).
+  PackedCheckpointToWrite packed;
+  const fs::path config_file = cfg.model / "config.json";
+  packed.source_config = read_json_file(config_file);
+  packed.calibration = calibration;
+  packed.source_sha256 = ckpt.weights_sha256();
+  packed.tokenizer_dir = cfg.model;
+  std::deque<std::vector<std::byte>> rewritten;  // storage for norms and biases
+  std::set<std::string> from_layers;
+  for (int64_t i = 0; i < mc.num_layers; ++i) {
+    StoredLayer stored = store.load(i);
+    summary.layer_reports.push_back({{"layer", i}, {"report", stored.report}});
+    auto add_vector = [&](const std::string& name, const std::vector<float>& v) {
+      const TensorView& original = ckpt.get(name);
+      rewritten.push_back(encode(v, original.dtype, name));
+      packed.dense.push_back({name, original.dtype, original.shape, rewritten.back()});
+      from_layers.insert(name);
+    };
+    add_vector(layer_name(arch.input_norm, i), stored.vectors.at("input_norm"));
+    add_vector(layer_name(arch.post_attn_norm, i), stored.vectors.at("post_attn_norm"));
+    for (auto& [role, matrix] : stored.linears) {
+      const std::string base = layer_name(arch.linear(role).pattern, i);
+      if (auto b = stored.vectors.find(role + ".bias"); b != stored.vectors.end()) add_vector(base + ".bias", b->second);
+      nlohmann::json options = {{"report", stored.report}};
+      packed.linears.push_back({base, std::move(matrix), cfg.method, options});
+    }
+  }
+  for (const TensorView* v : ckpt.tensors())
+    if (!linear_names.count(v->name) && !from_layers.count(v->name))
+      packed.dense.push_back({v->name, v->dtype, v->shape, {v->data, v->nbytes}});
+  write_packed_checkpoint(packed, cfg.out);
+  store.remove();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return summary;
+}
+
+}  // namespace fsq

@@ -1,0 +1,54 @@
+// `fsq quantize` as a library call: plan, then stream the model one decoder layer at a
+// time (fp layer -> calibration group inputs -> pass -> quantize -> save the layer), then
+// assemble and write the packed checkpoint atomically. Resumable (layer_store.h).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "calib/dataset.h"
+#include "formats/quant/uniform_quant.h"
+#include "quantize/quantize_plan.h"
+#include "runtime/model.h"
+
+namespace fsq {
+
+struct QuantizeConfig {
+  std::filesystem::path model;  // HF checkpoint folder
+  std::filesystem::path out;    // packed checkpoint folder to create
+  std::string method = "awq";
+  UniformQuant quant{4, 128, false};
+  std::optional<std::filesystem::path> calib_data;  // required by calibrated methods
+  WindowDraw draw;
+  int64_t batch_size = 8;   // windows per fp layer forward and per block forward in searches
+  RuntimeOptions runtime;
+  int64_t max_memory = 0;   // bytes; 0: this machine's physical memory
+  bool dry_run = false;
+  bool resume = true;
+  int threads = 1;
+  std::string tool_version;
+  // Testing hook: throw after this many layers were quantized and saved (-1: never), to
+  // exercise resuming without killing a process.
+  int64_t stop_after_layers = -1;
+};
+
+struct QuantizeSummary {
+  QuantizeShape shape;
+  QuantizePlan plan;
+  bool dry_run = false;
+  int64_t resumed_layers = 0;
+  double seconds = 0;
+  nlohmann::json layer_reports = nlohmann::json::array();
+  nlohmann::json to_json() const;
+};
+
+// `log` receives human-readable lines (the plan, resume decisions); the tool prints them.
+// Throws fsq::Error on bad input before any long work, and when the predicted peak memory
+// exceeds the limit.
+QuantizeSummary run_quantize(const QuantizeConfig& config, const std::function<void(const std::string&)>& log);
+
+}  // namespace fsq

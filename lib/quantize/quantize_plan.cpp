@@ -1,0 +1,131 @@
+#include "quantize/quantize_plan.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "common/error.h"
+#include "formats/checkpoint.h"
+#include "formats/quant/quant_types.h"
+#include "runtime/arch_spec.h"
+
+namespace fsq {
+namespace {
+
+constexpr int64_t kMiB = 1024 * 1024;
+constexpr int64_t kRuntimeBytes = 256 * kMiB;  // process + LibTorch + BLAS, as in calibration
+constexpr int64_t kF32 = 4;
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / kMiB);
+  return buf;
+}
+
+}  // namespace
+
+std::set<std::string> linear_weight_names(const ArchSpec& arch, int64_t layers) {
+  std::set<std::string> names;
+  for (int64_t i = 0; i < layers; ++i)
+    for (const auto& spec : arch.linears) names.insert(layer_name(spec.pattern, i) + ".weight");
+  return names;
+}
+
+QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
+  const ModelConfig& c = ckpt.config();
+  const ArchSpec& arch = arch_spec_for(c.architecture);
+  QuantizePlan p;
+  p.layers = c.num_layers;
+  const std::set<std::string> quantized = linear_weight_names(arch, c.num_layers);
+  int64_t dense_bytes = 0;
+  double packed_bits = 0;
+  for (const TensorView* v : ckpt.tensors()) {
+    p.source_bytes += static_cast<int64_t>(v->nbytes);
+    if (quantized.count(v->name) && v->shape.size() == 2) {
+      p.quantized_parameters += v->numel();
+      p.linears += 1;
+      packed_bits += static_cast<double>(v->numel()) * bits_per_weight(quant_for_columns(s.quant, v->shape[1]), v->shape[1]);
+    } else {
+      p.dense_parameters += v->numel();
+      dense_bytes += static_cast<int64_t>(v->nbytes);
+    }
+  }
+  p.bits_per_weight = p.quantized_parameters ? packed_bits / static_cast<double>(p.quantized_parameters) : 0;
+  p.output_bytes = static_cast<int64_t>(std::ceil(packed_bits / 8.0)) + dense_bytes;
+  const int64_t h = c.hidden_size, inter = c.intermediate_size, hq = c.num_heads * c.head_dim;
+  const int64_t layer_params = p.quantized_parameters / std::max<int64_t>(1, c.num_layers) + 2 * h;
+
+  p.runtime = kRuntimeBytes;
+  p.checkpoint = p.source_bytes;  // mapped pages of the source, touched layer by layer
+  p.shell = s.calibrated ? c.vocab_size * h * kF32 : 0;  // the embedding, to start the stream
+  p.layer = 2 * layer_params * kF32;                      // the fp layer and the pass's rewritten copy
+  // Codes (one byte per weight) of every layer are held while the checkpoint is written.
+  p.assembled = p.quantized_parameters + p.output_bytes;
+  if (s.calibrated) {
+    const int64_t tokens = s.samples * s.seq_len;
+    // hidden in/out, and each group's input twice (as captured and scaled for the clip search)
+    p.activations = tokens * (2 * h + 2 * (2 * h + hq + inter)) * kF32;
+    // The block output for the reference and a candidate, and one micro-batch of block forward
+    // (projections, MLP intermediates, attention scores).
+    p.search = 2 * tokens * h * kF32 + s.batch * s.seq_len * (4 * h + 3 * inter + 2 * c.num_heads * s.seq_len) * kF32;
+  }
+  return p;
+}
+
+nlohmann::json QuantizePlan::to_json() const {
+  return {{"layers", layers}, {"linears", linears}, {"quantized_parameters", quantized_parameters},
+          {"dense_parameters", dense_parameters}, {"bits_per_weight", bits_per_weight},
+          {"output_bytes", output_bytes}, {"source_bytes", source_bytes},
+          {"predicted_peak_bytes", peak()},
+          {"memory", {{"runtime", runtime}, {"checkpoint", checkpoint}, {"shell", shell}, {"layer", layer},
+                      {"activations", activations}, {"search", search}, {"assembled", assembled}}}};
+}
+
+std::string QuantizePlan::to_text(const QuantizeShape& s) const {
+  char buf[1024];
+  std::string out;
+  std::snprintf(buf, sizeof buf,
+                "plan: %s %s on %lld layers x %lld linears (%lld weights, %.3f bits/weight incl. scales/zeros)\n",
+                s.method.c_str(), uniform_quant_name(s.quant).c_str(), static_cast<long long>(layers),
+                static_cast<long long>(linears / std::max<int64_t>(1, layers)),
+                static_cast<long long>(quantized_parameters), bits_per_weight);
+  out += buf;
+  if (s.calibrated) {
+    std::snprintf(buf, sizeof buf, "  calibration: %lld windows x %lld tokens, micro-batch %lld\n",
+                  static_cast<long long>(s.samples), static_cast<long long>(s.seq_len), static_cast<long long>(s.batch));
+    out += buf;
+  }
+  out += "  output: ~" + mib(output_bytes) + " (source " + mib(source_bytes) + ")\n";
+  out += "  predicted peak memory: " + mib(peak()) + " = runtime " + mib(runtime) + " + source " + mib(checkpoint) +
+         " + embedding " + mib(shell) + " + layer " + mib(layer) + " + activations " + mib(activations) +
+         " + search " + mib(search) + " + assembled output " + mib(assembled) + "\n";
+  return out;
+}
+
+int64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
+}
+
+int64_t parse_memory_size(const std::string& text, const std::string& option) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "" || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KiB" || unit == "k") scale = 1024.0;
+  else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
+  else used = 0;
+  if (used == 0 || !(value > 0)) throw Error(option, "expects a size such as 8G, 512M or a byte count, got " + quote_name(text));
+  return static_cast<int64_t>(value * scale);
+}
+
+}  // namespace fsq

@@ -1,0 +1,49 @@
+// What `fsq quantize` will do before it does it: layers, passes, predicted peak memory of
+// streaming plus calibration activations, and the output size. The run refuses to start
+// when the prediction exceeds the memory limit.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/quant/uniform_quant.h"
+
+namespace fsq {
+
+class Checkpoint;
+struct ArchSpec;
+
+struct QuantizeShape {
+  std::string method;
+  bool calibrated = false;
+  UniformQuant quant;
+  int64_t samples = 0, seq_len = 0, batch = 0;
+};
+
+struct QuantizePlan {
+  int64_t layers = 0, linears = 0;
+  int64_t quantized_parameters = 0, dense_parameters = 0;
+  double bits_per_weight = 0;      // of the quantized linears (codes + scales + zeros)
+  int64_t output_bytes = 0;        // model.safetensors, approximately (padding excluded)
+  int64_t source_bytes = 0;
+  // Peak host memory terms (bytes).
+  int64_t runtime = 0, checkpoint = 0, shell = 0, layer = 0, activations = 0, search = 0, assembled = 0;
+  int64_t peak() const { return runtime + checkpoint + shell + layer + activations + search + assembled; }
+  nlohmann::json to_json() const;
+  std::string to_text(const QuantizeShape& shape) const;
+};
+
+QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& shape);
+
+// "model.layers.N.<...>.q_proj.weight" etc.: the weights the passes quantize.
+std::set<std::string> linear_weight_names(const ArchSpec& arch, int64_t layers);
+
+// Physical memory of this machine (bytes), for the default --max-memory.
+int64_t physical_memory_bytes();
+// "24G", "512M", "1.5G", "1073741824" -> bytes; throws fsq::Error naming `option`.
+int64_t parse_memory_size(const std::string& text, const std::string& option);
+
+}  // namespace fsq

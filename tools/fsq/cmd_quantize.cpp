@@ -1,0 +1,102 @@
+// fsq quantize: runs a quantizer pass layer by layer and writes a packed checkpoint.
+#include <cstdio>
+
+#include "common/atomic_file.h"
+#include "common/error.h"
+#include "formats/quant/quant_types.h"
+#include "options.h"
+#include "quantize/pass.h"
+#include "quantize/quantize_model.h"
+#include "runtime/torch_bridge.h"
+
+namespace fsq::cli {
+namespace {
+
+struct QuantizeFlags {
+  std::string model, out, method = "awq", calib_data, max_memory, json, progress = "auto";
+  int bits = 4;
+  int64_t group_size = 128;
+  bool symmetric = false, dry_run = false, no_resume = false;
+  WindowDraw draw;
+  int64_t batch_size = 8;
+  RuntimeFlags rt;
+};
+
+int run_quantize_command(const QuantizeFlags& f) {
+  if (!f.json.empty()) check_output_folder(f.json, "--json");
+  QuantizeConfig cfg;
+  cfg.model = f.model;
+  cfg.out = f.out;
+  cfg.method = f.method;
+  cfg.quant = UniformQuant{f.bits, f.group_size, f.symmetric};
+  if (!f.calib_data.empty()) cfg.calib_data = f.calib_data;
+  cfg.draw = f.draw;
+  cfg.batch_size = f.batch_size;
+  cfg.runtime.compute_dtype = parse_compute_dtype(f.rt.dtype);
+  cfg.runtime.device = parse_device(f.rt.device);
+  if (!f.max_memory.empty()) cfg.max_memory = parse_memory_size(f.max_memory, "--max-memory");
+  cfg.dry_run = f.dry_run;
+  cfg.resume = !f.no_resume;
+  apply_progress(f.progress);
+  cfg.threads = apply_threads(f.rt.threads);
+  cfg.tool_version = version();
+  if (!cfg.dry_run) check_output_folder(cfg.out, "--out");
+
+  QuantizeSummary summary = run_quantize(cfg, [](const std::string& line) {
+    std::fputs(line.c_str(), stdout);
+    if (!line.empty() && line.back() != '\n') std::fputc('\n', stdout);
+    std::fflush(stdout);
+  });
+  if (!summary.dry_run)
+    std::printf("wrote %s in %.1f s (%lld layers resumed)\n", cfg.out.string().c_str(), summary.seconds,
+                static_cast<long long>(summary.resumed_layers));
+  if (!f.json.empty()) write_file_atomic(f.json, summary.to_json().dump(2) + "\n");
+  return 0;
+}
+
+std::vector<std::string> method_names() {
+  std::vector<std::string> names;
+  for (const auto& p : quant_passes()) names.push_back(p.name);
+  return names;
+}
+
+}  // namespace
+
+Command add_quantize_command(CLI::App& root) {
+  auto f = std::make_shared<QuantizeFlags>();
+  std::string methods;
+  for (const auto& p : quant_passes()) methods += "\n  " + p.name + ": " + p.description;
+  CLI::App* app = root.add_subcommand(
+      "quantize",
+      "Quantize every decoder linear layer of a checkpoint with a pass and write a packed checkpoint folder "
+      "(FORMAT.md) that fsq eval runs. Streams the model one layer at a time; prints its plan (memory, output "
+      "size) first; resumes an interrupted run from its last finished layer. Methods:" + methods);
+  app->add_option("--model", f->model, "Hugging Face checkpoint folder")->required()->check(CLI::ExistingPath);
+  app->add_option("--out", f->out, "packed checkpoint folder to create")->required();
+  app->add_option("--method", f->method, "quantizer pass")->capture_default_str()->check(CLI::IsMember(method_names()));
+  app->add_option("--bits", f->bits, "bits per weight")->capture_default_str()->check(CLI::IsMember({2, 3, 4, 8}));
+  app->add_option("--group-size", f->group_size, "input columns per scale (0: one group per output channel)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({0, 32, 64, 128}));
+  app->add_flag("--sym", f->symmetric, "symmetric quantization (no zero points)");
+  app->add_option("--calib-data", f->calib_data, "calibration text for awq: .txt, folder of .txt, or .jsonl with \"text\"")
+      ->check(CLI::ExistingPath);
+  app->add_option("--samples", f->draw.samples, "calibration windows")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app->add_option("--seq-len", f->draw.seq_len, "tokens per calibration window")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
+  app->add_option("--seed", f->draw.seed, "seed of the calibration window positions")->capture_default_str();
+  app->add_option("--batch-size", f->batch_size, "windows per forward call")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  app->add_option("--max-memory", f->max_memory, "refuse to start when the predicted peak exceeds this (e.g. 16G; default: physical memory)");
+  app->add_flag("--dry-run", f->dry_run, "print the plan only");
+  app->add_flag("--no-resume", f->no_resume, "discard saved layers of an interrupted run and start over");
+  app->add_option("--json", f->json, "also write the plan, timings and per-layer choices as JSON");
+  add_progress_flag(app, f->progress);
+  add_runtime_flags(app, f->rt);
+  app->footer(examples({
+      "fsq quantize --model models/stories260K --method rtn --bits 4 --group-size 32 --out q/rtn-w4g32",
+      "fsq quantize --model DIR --method awq --bits 4 --group-size 128 --calib-data calib.jsonl --samples 128 --seq-len 512 --out q/awq-w4",
+      "fsq quantize --model DIR --method awq --calib-data calib.txt --out q/awq --dry-run",
+      "fsq eval --model q/awq-w4 --compare DIR --data wiki.test.raw"}));
+  return Command{app, [f] { return run_quantize_command(*f); }};
+}
+
+}  // namespace fsq::cli
