@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "common/error.h"
@@ -72,6 +74,63 @@ void write_file_atomic(const std::filesystem::path& dest, std::string_view conte
   AtomicFile f(dest);
   f.write(contents);
   f.commit();
+}
+
+void copy_file_atomic(const std::filesystem::path& from, const std::filesystem::path& dest) {
+  std::ifstream in(from, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in || in.bad()) throw Error(from.string(), "cannot read file");
+  write_file_atomic(dest, bytes.str());
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// "dir/out/" names the folder "dir/out" (its filename() would be empty).
+fs::path folder_name(const fs::path& p) { return p.has_filename() ? p : p.parent_path(); }
+
+fs::path parent_of(const fs::path& p) { return p.has_parent_path() ? p.parent_path() : fs::path("."); }
+
+}  // namespace
+
+void AtomicDir::check_destination(const fs::path& dest_arg) {
+  const fs::path dest = folder_name(dest_arg);
+  std::error_code ec;
+  if (fs::exists(dest, ec) && !(fs::is_directory(dest, ec) && fs::is_empty(dest, ec)))
+    throw Error(dest.string(), "output folder exists and is not empty; choose a new one or remove it");
+  if (!fs::is_directory(parent_of(dest), ec)) throw Error(dest.string(), "parent folder does not exist");
+}
+
+AtomicDir::AtomicDir(const fs::path& dest) : dest_(folder_name(dest)) {
+  check_destination(dest_);
+  staging_ = parent_of(dest_) / (dest_.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+  if (!fs::create_directory(staging_, ec))
+    throw Error(staging_.string(), "cannot create folder: " + (ec ? ec.message() : "it already exists"));
+}
+
+AtomicDir::~AtomicDir() {
+  if (committed_) return;
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+}
+
+void AtomicDir::commit() {
+  fsync_dir(staging_);
+  std::error_code ec;
+  // An empty destination folder (one the caller made) is replaced; remove() refuses a
+  // folder that something filled since the constructor checked it.
+  if (fs::exists(dest_, ec)) {
+    fs::remove(dest_, ec);
+    if (ec) throw Error(dest_.string(), "cannot replace the output folder: " + ec.message());
+  }
+  fs::rename(staging_, dest_, ec);
+  if (ec) throw Error(dest_.string(), "cannot move the finished folder into place: " + ec.message());
+  committed_ = true;
+  fsync_dir(parent_of(dest_));
 }
 
 }  // namespace fsq

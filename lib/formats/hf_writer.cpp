@@ -1,41 +1,16 @@
 #include "formats/hf_writer.h"
 
-#include <unistd.h>
-
-#include <cstring>
 #include <vector>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "common/half.h"
 #include "formats/safetensors.h"
+#include "formats/tensor_convert.h"
 
 namespace fsq {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Converts a tensor's elements to `dtype` (from any float type the readers produce).
-std::vector<std::byte> convert(const TensorView& t, DType dtype) {
-  const int64_t n = t.numel();
-  std::vector<float> f32(static_cast<size_t>(n));
-  if (t.dtype == DType::F32) {
-    std::memcpy(f32.data(), t.data, t.nbytes);
-  } else if (t.dtype == DType::BF16 || t.dtype == DType::F16) {
-    const auto* h = reinterpret_cast<const uint16_t*>(t.data);
-    for (int64_t i = 0; i < n; ++i) f32[i] = t.dtype == DType::BF16 ? bf16_to_f32(h[i]) : f16_to_f32(h[i]);
-  } else {
-    throw Error(t.name, std::string("cannot convert dtype ") + std::string(dtype_name(t.dtype)));
-  }
-  std::vector<std::byte> out(static_cast<size_t>(n) * dtype_size(dtype));
-  if (dtype == DType::F32) {
-    std::memcpy(out.data(), f32.data(), out.size());
-  } else {
-    auto* h = reinterpret_cast<uint16_t*>(out.data());
-    for (int64_t i = 0; i < n; ++i) h[i] = dtype == DType::BF16 ? f32_to_bf16(f32[i]) : f32_to_f16(f32[i]);
-  }
-  return out;
-}
 
 std::string torch_dtype_name(DType d) {
   switch (d) {
@@ -83,44 +58,31 @@ nlohmann::json model_config_to_json(const ModelConfig& c) {
 }
 
 void write_hf_checkpoint(const Checkpoint& src, const fs::path& out, const HfWriteOptions& opts) {
-  std::error_code ec;
-  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
-    throw Error(out.string(), "output folder exists and is not empty; choose a new --out or remove it");
-  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  if (!fs::is_directory(parent, ec)) throw Error(out.string(), "parent folder does not exist");
-  // Staging folder beside the destination, so the final rename stays on one file system.
-  const fs::path staging = parent / (out.filename().string() + ".partial." + std::to_string(::getpid()));
-  fs::remove_all(staging, ec);
-  fs::create_directory(staging);
-  try {
-    ModelConfig cfg = src.config();
-    cfg.torch_dtype = torch_dtype_name(opts.dtype);
-    std::vector<std::vector<std::byte>> storage;
-    std::vector<TensorToWrite> tensors;
-    const auto views = src.tensors();
-    storage.reserve(views.size());
-    for (const TensorView* t : views) {
-      storage.push_back(convert(*t, opts.dtype));
-      tensors.push_back({t->name, opts.dtype, t->shape, storage.back()});
-    }
-    std::map<std::string, std::string> meta = {{"format", "pt"}};
-    if (!opts.source_note.empty()) meta["source"] = opts.source_note;
-    write_safetensors(staging / "model.safetensors", tensors, meta);
-    write_file_atomic(staging / "config.json", model_config_to_json(cfg).dump(2) + "\n");
-    nlohmann::json gen = {{"do_sample", false}};
-    if (cfg.bos_token_id >= 0) gen["bos_token_id"] = cfg.bos_token_id;
-    if (cfg.eos_token_id >= 0) gen["eos_token_id"] = cfg.eos_token_id;
-    write_file_atomic(staging / "generation_config.json", gen.dump(2) + "\n");
-    if (!opts.tokenizer_json.is_null())
-      write_file_atomic(staging / "tokenizer.json", opts.tokenizer_json.dump(1) + "\n");
-    if (!opts.tokenizer_config.is_null())
-      write_file_atomic(staging / "tokenizer_config.json", opts.tokenizer_config.dump(2) + "\n");
-    if (fs::exists(out, ec)) fs::remove(out);  // the empty folder the user made
-    fs::rename(staging, out);
-  } catch (...) {
-    fs::remove_all(staging, ec);
-    throw;
+  AtomicDir dir(out);  // removes its staging folder on any failure
+  const fs::path& staging = dir.staging();
+  ModelConfig cfg = src.config();
+  cfg.torch_dtype = torch_dtype_name(opts.dtype);
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<TensorToWrite> tensors;
+  const auto views = src.tensors();
+  storage.reserve(views.size());
+  for (const TensorView* t : views) {
+    storage.push_back(convert_float_tensor(*t, opts.dtype));
+    tensors.push_back({t->name, opts.dtype, t->shape, storage.back()});
   }
+  std::map<std::string, std::string> meta = {{"format", "pt"}};
+  if (!opts.source_note.empty()) meta["source"] = opts.source_note;
+  write_safetensors(staging / "model.safetensors", tensors, meta);
+  write_file_atomic(staging / "config.json", model_config_to_json(cfg).dump(2) + "\n");
+  nlohmann::json gen = {{"do_sample", false}};
+  if (cfg.bos_token_id >= 0) gen["bos_token_id"] = cfg.bos_token_id;
+  if (cfg.eos_token_id >= 0) gen["eos_token_id"] = cfg.eos_token_id;
+  write_file_atomic(staging / "generation_config.json", gen.dump(2) + "\n");
+  if (!opts.tokenizer_json.is_null())
+    write_file_atomic(staging / "tokenizer.json", opts.tokenizer_json.dump(1) + "\n");
+  if (!opts.tokenizer_config.is_null())
+    write_file_atomic(staging / "tokenizer_config.json", opts.tokenizer_config.dump(2) + "\n");
+  dir.commit();
 }
 
 }  // namespace fsq

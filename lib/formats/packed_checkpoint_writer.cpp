@@ -1,14 +1,8 @@
 // write_packed_checkpoint: validates the input, bit-packs the codes, hashes every tensor,
 // and writes the directory into a staging folder that is renamed into place at the end.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <bit>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
@@ -100,27 +94,11 @@ json build_config(const PackedCheckpointToWrite& c) {
   return config;
 }
 
-std::string read_whole_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in || in.bad()) throw Error(p.string(), "cannot read file");
-  return text.str();
-}
-
 void copy_source_files(const fs::path& from, const fs::path& to) {
   if (from.empty()) return;
   std::error_code ec;
   for (const std::string& name : packed_copied_source_files())
-    if (fs::is_regular_file(from / name, ec)) write_file_atomic(to / name, read_whole_file(from / name));
-}
-
-// Makes a rename inside `dir` durable (best effort, like AtomicFile).
-void fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
+    if (fs::is_regular_file(from / name, ec)) copy_file_atomic(from / name, to / name);
 }
 
 }  // namespace
@@ -134,45 +112,24 @@ const std::vector<std::string>& packed_copied_source_files() {
   return names;
 }
 
-void write_packed_checkpoint(const PackedCheckpointToWrite& ckpt, const fs::path& out_arg) {
-  // "dir/out/" names the folder "dir/out" (its filename() would be empty).
-  const fs::path out = out_arg.has_filename() ? out_arg : out_arg.parent_path();
-  const std::string where = out.string();
-  std::error_code ec;
-  if (fs::exists(out, ec) && !(fs::is_directory(out, ec) && fs::is_empty(out, ec)))
-    throw Error(where, "output folder exists and is not empty; choose a new one or remove it");
-  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  if (!fs::is_directory(parent, ec)) throw Error(where, "parent folder does not exist");
-  check_input(ckpt, where);
+void write_packed_checkpoint(const PackedCheckpointToWrite& ckpt, const fs::path& out) {
+  AtomicDir::check_destination(out);
+  check_input(ckpt, out.string());
 
   const TensorSet set = build_tensors(ckpt);
   const json manifest = build_manifest(ckpt, set.tensors);
   const json config = build_config(ckpt);
 
-  // Staging beside the destination keeps the final rename on one file system.
-  const fs::path staging = parent / (out.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  fs::remove_all(staging, ec);
-  if (!fs::create_directory(staging, ec))
-    throw Error(staging.string(), "cannot create folder: " + ec.message());
-  try {
-    const std::map<std::string, std::string> meta = {
-        {"format", "pt"}, {"fsq_format_version", std::to_string(kPackedFormatVersion)}};
-    write_safetensors(staging / kPackedWeightsFile, set.tensors, meta);
-    write_file_atomic(staging / kPackedConfigFile, config.dump(2) + "\n");
-    copy_source_files(ckpt.tokenizer_dir, staging);
-    // fsq.json last: a staging folder with it is complete.
-    write_file_atomic(staging / kPackedManifestFile, manifest.dump(2) + "\n");
-    fsync_dir(staging);
-    if (fs::exists(out, ec)) fs::remove(out);  // the empty folder the caller made
-    fs::rename(staging, out);
-    fsync_dir(parent);
-  } catch (const fs::filesystem_error& e) {
-    fs::remove_all(staging, ec);
-    throw Error(where, std::string("cannot write: ") + e.code().message());
-  } catch (...) {
-    fs::remove_all(staging, ec);
-    throw;
-  }
+  AtomicDir dir(out);  // removes its staging folder on any failure
+  const fs::path& staging = dir.staging();
+  const std::map<std::string, std::string> meta = {
+      {"format", "pt"}, {"fsq_format_version", std::to_string(kPackedFormatVersion)}};
+  write_safetensors(staging / kPackedWeightsFile, set.tensors, meta);
+  write_file_atomic(staging / kPackedConfigFile, config.dump(2) + "\n");
+  copy_source_files(ckpt.tokenizer_dir, staging);
+  // fsq.json last: a staging folder with it is complete.
+  write_file_atomic(staging / kPackedManifestFile, manifest.dump(2) + "\n");
+  dir.commit();
 }
 
 }  // namespace fsq

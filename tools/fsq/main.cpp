@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
                                              fsq::cli::add_generate_command(app),
                                              fsq::cli::add_convert_command(app),
                                              fsq::cli::add_calibrate_command(app),
+                                             fsq::cli::add_export_command(app),
                                              fsq::cli::add_quantize_command(app)};
   try {
     app.parse(argc, argv);

@@ -24,6 +24,7 @@ Command add_inspect_command(CLI::App& root);
 Command add_generate_command(CLI::App& root);
 Command add_convert_command(CLI::App& root);
 Command add_calibrate_command(CLI::App& root);
+Command add_export_command(CLI::App& root);
 Command add_quantize_command(CLI::App& root);
 
 struct RuntimeFlags {
