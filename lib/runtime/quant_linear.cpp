@@ -1,0 +1,150 @@
+#include "runtime/quant_linear.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/error.h"
+#include "formats/packed_checkpoint.h"
+#include "formats/quant/bitpack.h"
+#include "formats/quant/quant_types.h"
+#include "runtime/torch_bridge.h"
+
+namespace fsq {
+namespace {
+
+constexpr size_t kBufferAlignment = 64;  // a cache line; also what AVX-512 loads like best
+// Weight rows dequantized per GEMM on the prefill path: 256 x 1536 f32 = 1.5 MiB of scratch.
+constexpr int64_t kPrefillBlockRows = 256;
+
+void check_size(const std::string& where, const char* what, size_t expected, size_t got) {
+  if (expected != got)
+    throw Error(where, std::string(what) + " size does not match the quant type and shape",
+                std::to_string(expected) + " bytes", std::to_string(got));
+}
+
+void check_status(cpu::KernelStatus s, const std::string& where) {
+  if (s != cpu::KernelStatus::Ok) throw Error(where, std::string("CPU kernel failed: ") + cpu::kernel_status_message(s));
+}
+
+std::span<const std::byte> view_bytes(const TensorView& v, DType want, const std::string& where) {
+  if (v.dtype != want)
+    throw Error(where + ": " + v.name, "unexpected dtype", std::string(dtype_name(want)),
+                std::string(dtype_name(v.dtype)));
+  return {v.data, v.nbytes};
+}
+
+}  // namespace
+
+QuantLinear::AlignedBytes QuantLinear::copy_aligned(std::span<const std::byte> bytes) {
+  const size_t padded = (bytes.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  AlignedBytes out(static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, std::max(padded, kBufferAlignment))));
+  if (!out) throw std::bad_alloc();
+  if (!bytes.empty()) std::memcpy(out.get(), bytes.data(), bytes.size());
+  return out;
+}
+
+QuantLinear::QuantLinear(const UniformQuant& quant, int64_t rows, int64_t cols, std::span<const std::byte> words,
+                         std::span<const std::byte> scales, std::span<const std::byte> zeros,
+                         std::optional<at::Tensor> bias, std::string method)
+    : quant_(quant), rows_(rows), cols_(cols), method_(std::move(method)), isa_(cpu::selected_cpu_isa()) {
+  const std::string where = "QuantLinear " + uniform_quant_name(quant) + " [" + std::to_string(rows) + " x " +
+                            std::to_string(cols) + "]";
+  if (rows <= 0 || cols <= 0 || cols % quant.group_cols(cols) != 0)
+    throw Error(where, "shape must be positive with cols a multiple of the group size");
+  words_per_row_ = packed_words_per_row(quant.bits, cols);
+  const auto groups = static_cast<size_t>(rows * quant.group_count(cols));
+  check_size(where, "qweight", static_cast<size_t>(rows * words_per_row_) * sizeof(uint32_t), words.size());
+  check_size(where, "scales", groups * sizeof(uint16_t), scales.size());
+  check_size(where, "qzeros", quant.symmetric ? 0 : groups, zeros.size());
+  words_ = copy_aligned(words);
+  scales_ = copy_aligned(scales);
+  if (!quant.symmetric) zeros_ = copy_aligned(zeros);
+  packed_bytes_ = static_cast<int64_t>(words.size() + scales.size() + zeros.size());
+  if (bias) {
+    if (bias->dim() != 1 || bias->size(0) != rows || !at::isFloatingType(bias->scalar_type()))
+      throw Error(where, "bias must be a floating tensor of shape [" + std::to_string(rows) + "]");
+    bias_ = bias->to(at::kFloat).contiguous().cpu();
+  }
+}
+
+cpu::UniformWeightsView QuantLinear::weights_view() const {
+  cpu::UniformWeightsView v;
+  v.words = reinterpret_cast<const uint32_t*>(words_.get());
+  v.rows = rows_;
+  v.cols = cols_;
+  v.words_per_row = words_per_row_;
+  v.bits = quant_.bits;
+  v.group_cols = quant_.group_cols(cols_);
+  v.scales = reinterpret_cast<const uint16_t*>(scales_.get());
+  v.zeros = reinterpret_cast<const uint8_t*>(zeros_.get());
+  return v;
+}
+
+void QuantLinear::set_cpu_isa(cpu::CpuIsa isa) {
+  if (!cpu::cpu_supports(isa))
+    throw Error(describe(), std::string("this CPU does not support ") + cpu::cpu_isa_name(isa));
+  isa_ = isa;
+}
+
+void QuantLinear::gemv(const float* x, int64_t m, float* y) const {
+  check_status(cpu::uniform_gemv(weights_view(), x, m, cols_, y, rows_, isa_), describe());
+}
+
+void QuantLinear::blocked_matmul(const at::Tensor& x2d, at::Tensor& y) const {
+  const cpu::UniformWeightsView view = weights_view();
+  const int64_t block_rows = std::min(kPrefillBlockRows, rows_);
+  at::Tensor scratch = at::empty({block_rows, cols_}, x2d.options());
+  for (int64_t r0 = 0; r0 < rows_; r0 += block_rows) {
+    const int64_t n = std::min(block_rows, rows_ - r0);
+    check_status(cpu::uniform_dequantize_rows(view, r0, n, scratch.data_ptr<float>(), isa_), describe());
+    // y[:, r0:r0+n] has row stride rows_ and unit column stride, which BLAS writes in place.
+    at::Tensor out = y.narrow(1, r0, n);
+    at::mm_out(out, x2d, scratch.narrow(0, 0, n).t());
+  }
+}
+
+at::Tensor QuantLinear::forward(const at::Tensor& x) const {
+  if (!x.device().is_cpu())
+    throw Error(describe(), "input is on " + x.device().str() + "; only the CPU backend exists for now");
+  if (!at::isFloatingType(x.scalar_type()) || x.dim() < 1 || x.size(-1) != cols_)
+    throw Error(describe(), "input must be floating with last dimension " + std::to_string(cols_),
+                std::to_string(cols_), x.dim() < 1 ? "a scalar" : std::to_string(x.size(-1)));
+  const at::Tensor x2d = x.reshape({-1, cols_}).to(at::kFloat).contiguous();
+  const int64_t m = x2d.size(0);
+  at::Tensor y = at::empty({m, rows_}, x2d.options());
+  if (m <= cpu::kMaxGemvRows)
+    gemv(x2d.data_ptr<float>(), m, y.data_ptr<float>());
+  else
+    blocked_matmul(x2d, y);
+  if (bias_) y.add_(*bias_);
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = rows_;
+  return y.view(shape).to(x.scalar_type());
+}
+
+std::string QuantLinear::describe() const {
+  std::string s = uniform_quant_name(quant_) + " [" + std::to_string(rows_) + " x " + std::to_string(cols_) + "]";
+  return method_.empty() ? s : s + " " + method_;
+}
+
+int64_t QuantLinear::weight_bytes() const {
+  return packed_bytes_ + (bias_ ? bias_->numel() * static_cast<int64_t>(sizeof(float)) : 0);
+}
+
+std::unique_ptr<Linear> make_quant_linear(const PackedLinear& packed) {
+  const std::string where = "linear " + quote_name(packed.name);
+  if (packed.qweight == nullptr || packed.scales == nullptr || (!packed.quant.symmetric && packed.qzeros == nullptr))
+    throw Error(where, "packed tensors missing");
+  std::optional<at::Tensor> bias;
+  if (packed.bias) bias = tensor_from_view(*packed.bias, at::kFloat, c10::Device(c10::kCPU));
+  const std::span<const std::byte> zeros =
+      packed.qzeros ? view_bytes(*packed.qzeros, DType::U8, where) : std::span<const std::byte>{};
+  return std::make_unique<QuantLinear>(packed.quant, packed.rows, packed.cols,
+                                       view_bytes(*packed.qweight, DType::I32, where),
+                                       view_bytes(*packed.scales, DType::F16, where), zeros, std::move(bias),
+                                       packed.method);
+}
+
+}  // namespace fsq

@@ -1,0 +1,73 @@
+// A linear layer whose weights stay packed (uniform quant types, FORMAT.md) and run through
+// the CPU kernels of runtime/cpu/uniform_kernels.h. A CUDA backend comes later.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "formats/quant/uniform_quant.h"
+#include "runtime/cpu/uniform_kernels.h"
+#include "runtime/linear.h"
+
+namespace fsq {
+
+struct PackedLinear;
+
+// y = x W'^T + b, W' the dequantized packed weights [rows = out, cols = in].
+// forward: x [..., cols] in f32, bf16 or f16 on the CPU (computed in f32, returned in x's
+// dtype). Up to cpu::kMaxGemvRows rows of x run the fused dequantize + GEMV kernel; more
+// rows dequantize blocks of weight rows into an f32 scratch and multiply with at::mm.
+class QuantLinear final : public Linear {
+ public:
+  // Copies the packed data (bytes as FORMAT.md stores them: words [rows, words_per_row],
+  // fp16 scales [rows, groups], uint8 zeros [rows, groups] or empty when symmetric) into
+  // 64-byte aligned buffers, and the bias (any floating dtype, [rows]) as f32. `method`
+  // only labels describe(). Throws fsq::Error when a size disagrees with quant/rows/cols.
+  QuantLinear(const UniformQuant& quant, int64_t rows, int64_t cols, std::span<const std::byte> words,
+              std::span<const std::byte> scales, std::span<const std::byte> zeros, std::optional<at::Tensor> bias,
+              std::string method);
+
+  at::Tensor forward(const at::Tensor& x) const override;
+  int64_t in_features() const override { return cols_; }
+  int64_t out_features() const override { return rows_; }
+  std::string describe() const override;     // "w4g128a [576 x 576] awq"
+  int64_t weight_bytes() const override;     // packed words + scales + zeros + bias
+
+  // The kernel variant forward() uses: cpu::selected_cpu_isa() unless set here (tests,
+  // benchmarks). Throws fsq::Error when this CPU lacks `isa`.
+  void set_cpu_isa(cpu::CpuIsa isa);
+  cpu::CpuIsa cpu_isa() const { return isa_; }
+  const UniformQuant& quant() const { return quant_; }
+  // The packed weights as the kernels see them (valid while this object lives).
+  cpu::UniformWeightsView weights_view() const;
+
+ private:
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+  using AlignedBytes = std::unique_ptr<std::byte[], FreeDeleter>;
+  static AlignedBytes copy_aligned(std::span<const std::byte> bytes);
+
+  void gemv(const float* x, int64_t m, float* y) const;
+  void blocked_matmul(const at::Tensor& x2d, at::Tensor& y) const;
+
+  UniformQuant quant_;
+  int64_t rows_ = 0, cols_ = 0, words_per_row_ = 0;
+  AlignedBytes words_, scales_, zeros_;  // zeros_ null when symmetric
+  int64_t packed_bytes_ = 0;
+  std::optional<at::Tensor> bias_;  // f32 [rows]
+  std::string method_;
+  cpu::CpuIsa isa_;
+};
+
+// A QuantLinear holding copies of an opened packed checkpoint's linear (the checkpoint may
+// be closed afterwards). Throws fsq::Error on a tensor whose dtype or size is unexpected.
+std::unique_ptr<Linear> make_quant_linear(const PackedLinear& packed);
+
+}  // namespace fsq
