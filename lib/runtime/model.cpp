@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "common/error.h"
+#include "formats/packed_checkpoint.h"
+#include "runtime/quant_linear.h"
 #include "runtime/torch_bridge.h"
 
 namespace fsq {
@@ -33,7 +35,8 @@ at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tens
 
 class Loader {
  public:
-  Loader(const Checkpoint& ckpt, const RuntimeOptions& opts) : ckpt_(ckpt), opts_(opts) {}
+  Loader(const Checkpoint& ckpt, const RuntimeOptions& opts, const PackedCheckpoint* packed)
+      : ckpt_(ckpt), opts_(opts), packed_(packed) {}
 
   at::Tensor get(const std::string& name, std::vector<int64_t> shape) {
     const TensorView& v = ckpt_.get(name);
@@ -45,6 +48,13 @@ class Loader {
 
   std::unique_ptr<Linear> linear(const LinearSpec& spec, int64_t layer, int64_t out, int64_t in, bool attention_bias) {
     const std::string base = layer_name(spec.pattern, layer);
+    if (const PackedLinear* p = packed_ ? packed_->find_linear(base) : nullptr) {
+      if (p->rows != out || p->cols != in)
+        throw Error(packed_->dir().string(), "packed linear " + quote_name(base) + " has shape " + show({p->rows, p->cols}) +
+                                                 ", config.json implies " + show({out, in}));
+      count_ += out * in;
+      return make_quant_linear(*p);
+    }
     at::Tensor w = get(base + ".weight", {out, in});
     std::optional<at::Tensor> b;
     if (spec.bias || (attention_bias && spec.bias_if_attention_bias)) b = get(base + ".bias", {out});
@@ -62,6 +72,7 @@ class Loader {
  private:
   const Checkpoint& ckpt_;
   const RuntimeOptions& opts_;
+  const PackedCheckpoint* packed_;
   int64_t count_ = 0;
 };
 
@@ -96,14 +107,16 @@ int set_threads(int threads) {
   return threads;
 }
 
-std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const RuntimeOptions& opts, bool with_layers) {
+std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const RuntimeOptions& opts, bool with_layers,
+                                             const PackedCheckpoint* packed) {
   auto m = std::unique_ptr<LlamaModel>(new LlamaModel());
   m->cfg_ = ckpt.config();
   m->arch_ = &arch_spec_for(m->cfg_.architecture);
   m->opts_ = opts;
+  m->packed_ = packed;
   const ModelConfig& c = m->cfg_;
   const ArchSpec& a = *m->arch_;
-  Loader load(ckpt, opts);
+  Loader load(ckpt, opts, packed);
 
   const int64_t H = c.hidden_size;
   m->embed_ = load.get(a.embed, {c.vocab_size, H});
@@ -126,7 +139,7 @@ DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const
   if (index < 0 || index >= cfg_.num_layers)
     throw Error(ckpt.dir().string(), "no decoder layer " + std::to_string(index) + " (the model has " +
                                          std::to_string(cfg_.num_layers) + ")");
-  Loader load(ckpt, opts_);
+  Loader load(ckpt, opts_, packed_);
   return load_decoder_layer(load, cfg_, *arch_, index);
 }
 

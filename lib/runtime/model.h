@@ -19,6 +19,8 @@
 
 namespace fsq {
 
+class PackedCheckpoint;
+
 struct RuntimeOptions {
   c10::ScalarType compute_dtype = c10::kFloat;     // activations and matmuls
   std::optional<c10::ScalarType> weight_dtype;      // weights kept in memory; default = compute
@@ -76,8 +78,10 @@ class LlamaModel {
   // tensor or a shape that disagrees with config.json.
   // With with_layers = false only the embedding, final norm, head and rotary tables are
   // loaded: layer-streaming callers fetch one decoder layer at a time with load_layer().
+  // With `packed` (an fsq packed folder opened on the same directory), its quantized linears
+  // run as QuantLinear from their packed bytes; `ckpt` supplies every other tensor.
   static std::unique_ptr<LlamaModel> load(const Checkpoint& ckpt, const RuntimeOptions& opts,
-                                          bool with_layers = true);
+                                          bool with_layers = true, const PackedCheckpoint* packed = nullptr);
   // Decoder layer `index` of the checkpoint (same checks as load()).
   DecoderLayer load_layer(const Checkpoint& ckpt, int64_t index) const;
 
@@ -108,6 +112,7 @@ class LlamaModel {
   std::vector<DecoderLayer> layers_;
   RopeTables rope_;
   int64_t parameter_count_ = 0;
+  const PackedCheckpoint* packed_ = nullptr;
 };
 
 // Sets LibTorch's intra-op threads (and OpenMP's); <= 0 means hardware concurrency.

@@ -8,6 +8,7 @@
 #include "formats/tokenizer.h"
 #include "options.h"
 #include "runtime/generate.h"
+#include "runtime/model_files.h"
 #include "runtime/torch_bridge.h"
 
 namespace fsq::cli {
@@ -32,9 +33,10 @@ int run_generate(const GenerateFlags& f) {
   RuntimeOptions ro;
   ro.device = parse_device(f.rt.device);
   ro.compute_dtype = parse_compute_dtype(f.rt.dtype);
-  Checkpoint ckpt = Checkpoint::open(f.model);
+  ModelFiles files = ModelFiles::open(f.model);
+  const Checkpoint& ckpt = *files.checkpoint;
   auto tok = load_tokenizer(f.model);
-  auto model = LlamaModel::load(ckpt, ro);
+  auto model = files.load(ro);
   // The model's default tokenization: BOS first when the tokenizer's add-BOS flag is set.
   std::vector<int32_t> prompt = tok->encode_default(f.prompt);
   if (prompt.empty()) throw Error("--prompt", "encodes to no tokens and the tokenizer adds no BOS");

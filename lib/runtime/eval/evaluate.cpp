@@ -14,6 +14,7 @@
 #include "formats/tokenizer.h"
 #include "runtime/eval/perplexity.h"
 #include "runtime/model.h"
+#include "runtime/model_files.h"
 #include "runtime/torch_bridge.h"
 
 namespace fsq {
@@ -21,7 +22,7 @@ namespace {
 
 // The checkpoint stays alive (and in place) as long as the model that was loaded from it.
 struct Loaded {
-  std::unique_ptr<Checkpoint> ckpt_ptr;
+  ModelFiles files;
   const Checkpoint& ckpt;
   std::unique_ptr<LlamaModel> model;
   ModelInfo info;
@@ -29,8 +30,9 @@ struct Loaded {
 
 Loaded load_model(const std::filesystem::path& dir, const RuntimeOptions& ro) {
   auto t0 = std::chrono::steady_clock::now();
-  auto ckpt = std::make_unique<Checkpoint>(Checkpoint::open(dir));
-  auto model = LlamaModel::load(*ckpt, ro);
+  ModelFiles files = ModelFiles::open(dir);
+  auto model = files.load(ro);
+  const Checkpoint* ckpt = files.checkpoint.get();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ModelInfo info;
   info.path = dir.string();
@@ -39,8 +41,7 @@ Loaded load_model(const std::filesystem::path& dir, const RuntimeOptions& ro) {
   info.parameters = model->parameter_count();
   info.max_position_embeddings = ckpt->config().max_position_embeddings;
   info.load_seconds = secs;
-  const Checkpoint& ref = *ckpt;
-  return Loaded{std::move(ckpt), ref, std::move(model), std::move(info)};
+  return Loaded{std::move(files), *ckpt, std::move(model), std::move(info)};
 }
 
 LogitsFn logits_of(const LlamaModel& m) {
