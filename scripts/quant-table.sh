@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Quantization quality table: for one model, quantize with each method x bit width, then
+# `fsq eval --compare` every result against the unquantized model on each text. Prints
+# perplexity, mean KL divergence, top-1 agreement, bits per weight, file size and quantize
+# wall time, all from this run (DESIGN.md protocol "gptq": non-overlapping windows).
+#
+# Calibration never sees the evaluated text: each text is split at a line boundary, the
+# first FSQ_EVAL_FRACTION (default 0.8) is evaluated, the rest (from every text) is the
+# calibration folder.
+#
+#   scripts/quant-table.sh MODEL_DIR
+#   FSQ_CONFIGS="rtn:4:32 awq:4:32" FSQ_SEQ_LEN=256 FSQ_MAX_WINDOWS=64 scripts/quant-table.sh models/stories260K
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${FSQ_BUILD_DIR:-$root/build}"
+shared="${FSQ_SHARED_DIR:-$root/../shared}"
+model="${1:?usage: scripts/quant-table.sh MODEL_DIR}"
+threads="${FSQ_THREADS:-$(nproc)}"
+configs="${FSQ_CONFIGS:-rtn:4:128 awq:4:128 rtn:3:128 awq:3:128}"   # method:bits:group
+texts="${FSQ_TEXTS:-$shared/data/tinystories/tinystories_val.txt $shared/data/wikitext-2-raw/wiki.test.raw}"
+seq_len="${FSQ_SEQ_LEN:-2048}"
+max_windows="${FSQ_MAX_WINDOWS:-0}"
+samples="${FSQ_SAMPLES:-128}"
+calib_seq="${FSQ_CALIB_SEQ_LEN:-512}"
+fraction="${FSQ_EVAL_FRACTION:-0.8}"
+work="${FSQ_WORK_DIR:-$(mktemp -d)}"
+fsq="$build/tools/fsq/fsq"
+[[ -x "$fsq" ]] || { echo "quant-table: build fsq first (scripts/build.sh)" >&2; exit 1; }
+mkdir -p "$work/eval" "$work/calib" "$work/q" "$work/reports"
+
+# Split every text: head -> evaluation, tail -> calibration.
+eval_files=()
+for t in $texts; do
+  name="$(basename "$t")"
+  python3 - "$t" "$fraction" "$work/eval/$name" "$work/calib/$name.txt" <<'PY'
+import sys
+src, frac, head, tail = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+data = open(src, "rb").read()
+cut = data.rfind(b"\n", 0, int(len(data) * frac)) + 1
+open(head, "wb").write(data[:cut]); open(tail, "wb").write(data[cut:])
+PY
+  eval_files+=("$work/eval/$name")
+done
+
+echo "model $model; protocol gptq, seq-len $seq_len, windows ${max_windows/#0/all}; threads $threads"
+echo "evaluated: first $fraction of each text; calibration: the rest ($samples x $calib_seq tokens, seed 42)"
+printf '%-6s %4s %5s %8s %10s %10s' method bits group "bits/w" "MiB" "quant s"
+for f in "${eval_files[@]}"; do printf ' | %-28s' "$(basename "$f"): ppl  KL  top1"; done
+echo
+mib() { python3 -c 'import os,sys; print(os.path.getsize(sys.argv[1]) / 2**20)' "$1"; }
+row() {  # name dir bits group bpw seconds
+  printf '%-6s %4s %5s %8s %10.3f %10s' "$1" "$3" "$4" "$5" "$(mib "$2/model.safetensors")" "$6"
+  for f in "${eval_files[@]}"; do
+    local r="$work/reports/$1-$3-$4-$(basename "$f").json"
+    "$fsq" eval --model "$2" --compare "$model" --data "$f" --seq-len "$seq_len" --max-windows "$max_windows" \
+      --threads "$threads" --no-speed --progress off --json "$r" >/dev/null
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["perplexity"]; c=r["compare"]
+print(" | %9.4f %8.5f %8.4f" % (p["ppl"], c["mean_kl"], c["top1_agreement"]), end="")' "$r"
+  done
+  echo
+}
+fp_row() {
+  printf '%-6s %4s %5s %8s %10.3f %10s' fp 32 - 32 "$(mib "$model/model.safetensors")" -
+  for f in "${eval_files[@]}"; do
+    local r="$work/reports/fp-$(basename "$f").json"
+    "$fsq" eval --model "$model" --data "$f" --seq-len "$seq_len" --max-windows "$max_windows" --threads "$threads" \
+      --no-speed --progress off --json "$r" >/dev/null
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" | %9.4f %8.5f %8.4f" % (r["perplexity"]["ppl"], 0, 1), end="")' "$r"
+  done
+  echo
+}
+fp_row
+for c in $configs; do
+  IFS=: read -r method bits group <<<"$c"
+  out="$work/q/$method-w$bits-g$group"
+  rm -rf "$out" "$out.partial"
+  calib=(); [[ $method != rtn ]] && calib=(--calib-data "$work/calib" --samples "$samples" --seq-len "$calib_seq")
+  start=$(date +%s.%N)
+  "$fsq" quantize --model "$model" --method "$method" --bits "$bits" --group-size "$group" "${calib[@]}" \
+    --threads "$threads" --progress off --out "$out" --json "$out.json" >/dev/null
+  secs=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))")
+  bpw=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["plan"]["bits_per_weight"])' "$out.json")
+  row "$method" "$out" "$bits" "$group" "$bpw" "$secs"
+done
+echo "work folder: $work (packed checkpoints, reports)"
