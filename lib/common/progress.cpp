@@ -51,12 +51,15 @@ void Progress::update(int64_t done, const std::string& detail) {
 void Progress::finish(const std::string& detail) {
   if (finished_) return;
   finished_ = true;
+  // A log line for this very state was just written: do not repeat it.
+  if (mode_ == ProgressMode::Lines && detail.empty() && drawn_done_ == done_) return;
   if (!detail.empty()) detail_ = detail;
   draw(true);
 }
 
 void Progress::draw(bool final) {
   if (mode_ == ProgressMode::Off) return;
+  drawn_done_ = done_;
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   double frac = total_ > 0 ? static_cast<double>(done_) / static_cast<double>(total_) : 0.0;
   double eta = done_ > 0 ? elapsed * (1.0 - frac) / frac : -1.0;

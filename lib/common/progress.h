@@ -26,6 +26,7 @@ class Progress {
   std::string label_;
   int64_t total_;
   int64_t done_ = 0;
+  int64_t drawn_done_ = -1;  // done_ at the last draw
   std::string detail_;
   ProgressMode mode_;
   bool finished_ = false;
