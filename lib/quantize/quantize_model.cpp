@@ -18,6 +18,7 @@
 #include "quantize/layer_inputs.h"
 #include "quantize/layer_store.h"
 #include "quantize/pass.h"
+#include "runtime/eval/speed.h"
 #include "runtime/torch_bridge.h"
 
 namespace fsq {
@@ -98,6 +99,7 @@ std::vector<std::byte> encode(const std::vector<float>& v, DType dtype, const st
 nlohmann::json QuantizeSummary::to_json() const {
   return {{"method", shape.method}, {"quant_type", uniform_quant_name(shape.quant)}, {"dry_run", dry_run},
           {"plan", plan.to_json()}, {"resumed_layers", resumed_layers}, {"seconds", seconds},
+          {"peak_rss_bytes", peak_rss_bytes},
           {"layers", layer_reports}};
 }
 
@@ -222,6 +224,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   write_packed_checkpoint(packed, cfg.out);
   store.remove();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  summary.peak_rss_bytes = peak_rss_bytes();
   return summary;
 }
 

@@ -42,6 +42,7 @@ struct QuantizeSummary {
   bool dry_run = false;
   int64_t resumed_layers = 0;
   double seconds = 0;
+  int64_t peak_rss_bytes = 0;  // measured at the end of the run
   nlohmann::json layer_reports = nlohmann::json::array();
   nlohmann::json to_json() const;
 };

@@ -48,8 +48,10 @@ int run_quantize_command(const QuantizeFlags& f) {
     std::fflush(stdout);
   });
   if (!summary.dry_run)
-    std::printf("wrote %s in %.1f s (%lld layers resumed)\n", cfg.out.string().c_str(), summary.seconds,
-                static_cast<long long>(summary.resumed_layers));
+    std::printf("wrote %s in %.1f s (%lld layers resumed), peak RSS %.1f MiB (predicted %.1f MiB)\n",
+                cfg.out.string().c_str(), summary.seconds, static_cast<long long>(summary.resumed_layers),
+                static_cast<double>(summary.peak_rss_bytes) / (1024.0 * 1024.0),
+                static_cast<double>(summary.plan.peak()) / (1024.0 * 1024.0));
   if (!f.json.empty()) write_file_atomic(f.json, summary.to_json().dump(2) + "\n");
   return 0;
 }
