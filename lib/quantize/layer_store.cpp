@@ -1,6 +1,7 @@
 #include "quantize/layer_store.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
