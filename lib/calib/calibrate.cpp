@@ -23,14 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-at::Tensor ids_tensor(const CalibrationSet& set) {
-  at::Tensor ids = at::empty({static_cast<int64_t>(set.windows.size()), set.seq_len}, at::kLong);
-  auto acc = ids.accessor<int64_t, 2>();
-  for (size_t s = 0; s < set.windows.size(); ++s)
-    for (int64_t t = 0; t < set.seq_len; ++t) acc[static_cast<int64_t>(s)][t] = set.windows[s][static_cast<size_t>(t)];
-  return ids;
-}
-
 int64_t checkpoint_bytes(const Checkpoint& ckpt) {
   int64_t total = 0;
   for (const TensorView* v : ckpt.tensors()) total += static_cast<int64_t>(v->nbytes);
@@ -93,7 +85,7 @@ CalibrateSummary run_calibration(const CalibrateConfig& config) {
   CalibrationText text = read_calibration_text(config.data);
   CalibrationSet set = make_calibration_set(*tokenizer, text, config.draw);
   auto model = LlamaModel::load(ckpt, config.runtime, /*with_layers=*/false);
-  const at::Tensor ids = ids_tensor(set);
+  const at::Tensor ids = window_ids(set);
 
   CalibrateSummary summary;
   summary.out = config.out;

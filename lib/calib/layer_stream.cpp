@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "calib/dataset.h"
 #include "common/error.h"
 #include "formats/checkpoint.h"
 #include "runtime/model.h"
@@ -29,6 +30,14 @@ class StatsTap final : public LayerTap {
 };
 
 }  // namespace
+
+at::Tensor window_ids(const CalibrationSet& set) {
+  at::Tensor ids = at::empty({static_cast<int64_t>(set.windows.size()), set.seq_len}, at::kLong);
+  auto acc = ids.accessor<int64_t, 2>();
+  for (size_t s = 0; s < set.windows.size(); ++s)
+    for (int64_t t = 0; t < set.seq_len; ++t) acc[static_cast<int64_t>(s)][t] = set.windows[s][static_cast<size_t>(t)];
+  return ids;
+}
 
 StreamResult stream_activation_stats(const LlamaModel& model, const Checkpoint& ckpt, const at::Tensor& ids,
                                      const StreamOptions& opts, const std::function<void(int64_t)>& on_layer) {

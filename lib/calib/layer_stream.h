@@ -16,6 +16,10 @@ namespace fsq {
 
 class Checkpoint;
 class LlamaModel;
+struct CalibrationSet;
+
+// The windows of a calibration set as int64 [N, seq_len] on the host.
+at::Tensor window_ids(const CalibrationSet& set);
 
 // What one decoder layer saw: the input of each linear group (keyed by ArchSpec group name:
 // "attn_in", "attn_out", "mlp_in", "mlp_out") and the layer's output.

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <deque>
 
+#include "calib/layer_stream.h"
 #include "common/error.h"
 #include "common/half.h"
 #include "common/json_file.h"
@@ -56,10 +57,7 @@ at::Tensor calibration_ids(const QuantizeConfig& cfg, nlohmann::json& provenance
   provenance = {{"data", cfg.calib_data->string()}, {"data_sha256", text.sha256}, {"samples", cfg.draw.samples},
                 {"seq_len", cfg.draw.seq_len}, {"seed", cfg.draw.seed}, {"bos", set.bos},
                 {"tokenizer_sha256", tokenizer->sha256()}, {"window_starts", set.starts}};
-  at::Tensor ids = at::empty({static_cast<int64_t>(set.windows.size()), set.seq_len}, at::kLong);
-  for (size_t s = 0; s < set.windows.size(); ++s)
-    for (int64_t t = 0; t < set.seq_len; ++t) ids[static_cast<int64_t>(s)][t] = set.windows[s][static_cast<size_t>(t)];
-  return ids;
+  return window_ids(set);
 }
 
 StoredLayer quantize_layer(const DecoderLayer& layer, const ArchSpec& arch, const UniformQuant& q,
