@@ -22,6 +22,21 @@ void set_linear(DecoderLayer& layer, const std::string& role, at::Tensor weight,
 
 at::Tensor flat(const at::Tensor& x) { return x.reshape({-1, x.size(-1)}); }
 
+// What the block forwards of the scale search see (mean |x| still uses every token), x:
+// [N, T, C]. Attention needs whole windows (evenly spaced ones); other blocks act per token
+// (every k-th token). Bounds the 20 block forwards per group on large calibration sets.
+at::Tensor search_subset(const at::Tensor& x, bool whole_windows, int64_t max_tokens) {
+  const int64_t windows = x.size(0), tokens = x.size(1);
+  if (max_tokens <= 0 || windows * tokens <= max_tokens) return x;
+  if (whole_windows) {
+    const int64_t keep = std::max<int64_t>(1, max_tokens / tokens);
+    return x.index_select(0, at::linspace(0, windows - 1, keep, at::kDouble).round().to(at::kLong).to(x.device()));
+  }
+  const at::Tensor all = flat(x);
+  const int64_t step = (all.size(0) + max_tokens - 1) / max_tokens;
+  return all.slice(0, 0, all.size(0), step).unsqueeze(0);
+}
+
 // The group's block output for candidate weights, `batch` windows at a time.
 BlockForward block_forward(const DecoderLayer& layer, const LinearGroup& group, const at::Tensor& x,
                            const PassContext& ctx) {
@@ -75,7 +90,9 @@ nlohmann::json AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, c
     std::vector<at::Tensor> weights;
     for (const auto& role : group.roles) weights.push_back(dense(layer, role).weight().to(at::kFloat));
     const UniformQuant q = ctx.quant_for(x.size(-1));
-    ScaleSearchResult found = awq_search_scales(x2, weights, q, block_forward(layer, group, x, ctx), options_.scale);
+    const at::Tensor xs = search_subset(x, group.block == "attention", ctx.search_tokens);
+    ScaleSearchResult found =
+        awq_search_scales(x2, weights, q, block_forward(layer, group, xs, ctx), options_.scale);
     const at::Tensor& s = found.scales;
     for (size_t j = 0; j < group.roles.size(); ++j)
       set_linear(layer, group.roles[j], scale_input_columns(weights[j], s), dense(layer, group.roles[j]).bias());

@@ -51,7 +51,8 @@ struct ScaleSearchResult {
 
 // Scale search for linears W_j [out_j, in] that share the input x [tokens, in]: for each alpha,
 // W_j' = fake_quantize(W_j * s) / s, and the alpha whose block output is closest (MSE) to the
-// unquantized one wins.
+// unquantized one wins. The scales come from mean |x| over all of x; `block` holds the
+// tokens it evaluates (all of x or a subsample).
 ScaleSearchResult awq_search_scales(const at::Tensor& x, const std::vector<at::Tensor>& weights,
                                     const UniformQuant& q, const BlockForward& block,
                                     const ScaleSearchOptions& options = {});

@@ -1,6 +1,6 @@
-// One fp decoder layer run over all calibration windows, a micro-batch at a time, keeping
-// the input of every linear group (what AWQ searches on) and the layer output (the next
-// layer's input: every layer is calibrated on fp activations, as AutoAWQ does).
+// One decoder layer run over all calibration windows, a micro-batch at a time, keeping the
+// input of every linear group (what AWQ searches on) and the layer output (the next layer's
+// input, unless the pipeline propagates the quantized layer's output instead).
 #pragma once
 
 #include <ATen/core/Tensor.h>

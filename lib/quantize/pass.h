@@ -36,6 +36,9 @@ struct PassContext {
   int64_t layer = 0;
   UniformQuant quant;
   int64_t block_batch = 8;  // windows per block forward inside searches (bounds memory)
+  // Calibration tokens each search forward may use (0: all). A pass takes whole windows
+  // where its block needs them (attention), evenly spread tokens otherwise.
+  int64_t search_tokens = 8192;
 
   // The quant type of a linear with `cols` inputs (quant_for_columns: group-size fallback).
   UniformQuant quant_for(int64_t cols) const;

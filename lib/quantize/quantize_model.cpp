@@ -75,6 +75,30 @@ StoredLayer quantize_layer(const DecoderLayer& layer, const ArchSpec& arch, cons
   return stored;
 }
 
+at::Tensor host_floats_like(std::vector<float> v, const std::vector<int64_t>& shape, const at::Tensor& like) {
+  at::Tensor host = at::empty(shape, at::kFloat);
+  std::memcpy(host.data_ptr<float>(), v.data(), v.size() * sizeof(float));
+  return host.to(like.device(), like.scalar_type());
+}
+
+// `layer` as the packed checkpoint computes it: norms, biases and dequantized weights from
+// `stored` (the same values whether the layer was just quantized or resumed from disk).
+void use_stored_values(DecoderLayer& layer, const ArchSpec& arch, const StoredLayer& stored) {
+  layer.input_norm = host_floats_like(stored.vectors.at("input_norm"), layer.input_norm.sizes().vec(), layer.input_norm);
+  layer.post_attn_norm =
+      host_floats_like(stored.vectors.at("post_attn_norm"), layer.post_attn_norm.sizes().vec(), layer.post_attn_norm);
+  for (const auto& spec : arch.linears) {
+    const DenseLinear& d = dense(layer, spec.role);
+    const QuantizedMatrix& m = stored.linears.at(spec.role);
+    std::vector<float> w(static_cast<size_t>(m.rows * m.cols));
+    dequantize_uniform(m, w.data());
+    std::optional<at::Tensor> bias;
+    if (d.bias()) bias = host_floats_like(stored.vectors.at(spec.role + ".bias"), d.bias()->sizes().vec(), *d.bias());
+    layer.linear(spec.role) = std::make_unique<DenseLinear>(host_floats_like(std::move(w), {m.rows, m.cols}, d.weight()),
+                                                            std::move(bias));
+  }
+}
+
 // Floats stored in the dtype the source used for that tensor.
 std::vector<std::byte> encode(const std::vector<float>& v, DType dtype, const std::string& name) {
   std::vector<std::byte> out;
@@ -141,6 +165,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   const nlohmann::json fingerprint = {
       {"source_sha256", ckpt.weights_sha256()}, {"method", cfg.method}, {"quant_type", uniform_quant_name(cfg.quant)},
       {"calibration", calibration}, {"batch_size", cfg.batch_size},
+      {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"}, {"search_tokens", cfg.search_tokens},
       {"compute_dtype", scalar_type_name(cfg.runtime.compute_dtype)}, {"format_version", kPackedFormatVersion}};
   std::string store_message;
   LayerStore store(cfg.out, fingerprint, cfg.resume, store_message);
@@ -169,8 +194,9 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       if (store.has(i)) {
         summary.resumed_layers += 1;
         if (pass_info.needs_calibration && later_layers_pending(i)) {
-          DecoderLayer fp = shell->load_layer(ckpt, i);
-          hidden = run_fp_layer(fp, hidden, shell->rope(), mc, i, cfg.batch_size, false).output;
+          DecoderLayer saved = shell->load_layer(ckpt, i);
+          if (cfg.quantized_inputs) use_stored_values(saved, arch, store.load(i));
+          hidden = run_fp_layer(saved, hidden, shell->rope(), mc, i, cfg.batch_size, false).output;
         }
         bar.update(i + 1, "layer " + std::to_string(i) + " (saved)");
         continue;
@@ -178,12 +204,18 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       DecoderLayer layer = shell->load_layer(ckpt, i);
       LayerRun run;
       if (pass_info.needs_calibration) run = run_fp_layer(layer, hidden, shell->rope(), mc, i, cfg.batch_size, true);
-      PassContext ctx{mc, arch, shell->rope(), i, cfg.quant, cfg.batch_size};
+      PassContext ctx{mc, arch, shell->rope(), i, cfg.quant, cfg.batch_size, cfg.search_tokens};
       nlohmann::json report = pass->run(layer, run.acts, ctx);
-      store.save(i, quantize_layer(layer, arch, cfg.quant, report));
+      const StoredLayer stored = quantize_layer(layer, arch, cfg.quant, report);
+      store.save(i, stored);
       if (cfg.stop_after_layers >= 0 && ++quantized_now >= cfg.stop_after_layers)
         throw Error("quantize", "stopped after " + std::to_string(quantized_now) + " layers (testing hook)");
-      if (pass_info.needs_calibration) hidden = run.output;
+      if (pass_info.needs_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
+        use_stored_values(layer, arch, stored);
+        hidden = run_fp_layer(layer, hidden, shell->rope(), mc, i, cfg.batch_size, false).output;
+      } else if (pass_info.needs_calibration) {
+        hidden = run.output;
+      }
       bar.update(i + 1, "layer " + std::to_string(i));
     }
     bar.finish();

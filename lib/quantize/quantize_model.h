@@ -25,6 +25,11 @@ struct QuantizeConfig {
   std::optional<std::filesystem::path> calib_data;  // required by calibrated methods
   WindowDraw draw;
   int64_t batch_size = 8;   // windows per fp layer forward and per block forward in searches
+  // Which activations calibrate layer i + 1: the fp model's (AutoAWQ's choice) or those of
+  // the layers already quantized (GPTQ's choice: later layers are searched on the inputs
+  // they will really see, which matters when the rounding error is large, e.g. 2 bits).
+  bool quantized_inputs = true;
+  int64_t search_tokens = 8192;  // PassContext::search_tokens
   RuntimeOptions runtime;
   int64_t max_memory = 0;   // bytes; 0: this machine's physical memory
   bool dry_run = false;

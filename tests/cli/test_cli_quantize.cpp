@@ -15,11 +15,12 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kCalibBytes = 200'000;
-constexpr double kAwqOverRtnMaxKlRatio = 0.9;  // measured 0.78 (w4) and 0.62 (w3)
+constexpr double kAwqOverRtnMaxKlRatio = 0.9;  // measured 0.75 (w4) and 0.60 (w3)
 constexpr double kRegressionSlack = 1.25;      // recorded value x this fails the test
-// Recorded 2026-11-23 (bos-window, seq 256, first 32 windows; mean KL(ref || quantized)).
-constexpr double kRecordedKlRtn4 = 0.1031, kRecordedKlAwq4 = 0.0803;
-constexpr double kRecordedKlRtn3 = 0.7379, kRecordedKlAwq3 = 0.4611;
+// Recorded 2026-11-23 (bos-window, seq 256, first 32 windows; mean KL(ref || quantized));
+// AWQ with its default quantized layer inputs (fp inputs gave 0.0803 and 0.4611).
+constexpr double kRecordedKlRtn4 = 0.1031, kRecordedKlAwq4 = 0.0770;
+constexpr double kRecordedKlRtn3 = 0.7379, kRecordedKlAwq3 = 0.4440;
 
 struct Quality {
   double ppl = 0, kl = 0, top1 = 0;

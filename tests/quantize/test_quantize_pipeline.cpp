@@ -168,5 +168,31 @@ TEST(QuantizePipeline, ResumedRunWritesTheSameBytesAndChangedOptionsStartOver) {
   EXPECT_EQ(summary.resumed_layers, 0);
 }
 
+// Layer 0 sees the embeddings either way; later layers are calibrated on the outputs of the
+// quantized layers before them unless fp inputs are asked for (AutoAWQ's choice).
+TEST(QuantizePipeline, QuantizedLayerInputsChangeOnlyLaterLayers) {
+  if (!stories_present()) GTEST_SKIP() << "needs the stories260K tokenizer under " FSQ_SHARED_DIR;
+  set_threads(1);
+  Fixture fx("layer-inputs", 96, /*tokenizer=*/true);
+  auto quantized = fx.config("quantized", "awq");
+  quantized.quant = UniformQuant{2, 32, false};  // large rounding error: the inputs differ clearly
+  auto fp = quantized;
+  fp.out = fx.dir / "fp";
+  fp.quantized_inputs = false;
+  lines_of(quantized);
+  lines_of(fp);
+  const PackedCheckpoint a = PackedCheckpoint::open(quantized.out), b = PackedCheckpoint::open(fp.out);
+  auto bytes = [](const PackedCheckpoint& c, const std::string& name) {
+    const TensorView* t = c.weights().find(name);
+    EXPECT_NE(t, nullptr) << name;
+    return t ? std::string(reinterpret_cast<const char*>(t->data), t->nbytes) : std::string();
+  };
+  for (const char* role : {"self_attn.q_proj", "mlp.down_proj"}) {
+    const std::string name = std::string(".") + role + ".scales";
+    EXPECT_EQ(bytes(a, "model.layers.0" + name), bytes(b, "model.layers.0" + name)) << role;
+    EXPECT_NE(bytes(a, "model.layers.2" + name), bytes(b, "model.layers.2" + name)) << role;
+  }
+}
+
 }  // namespace
 }  // namespace fsq

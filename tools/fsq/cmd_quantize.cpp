@@ -13,12 +13,12 @@ namespace fsq::cli {
 namespace {
 
 struct QuantizeFlags {
-  std::string model, out, method = "awq", calib_data, max_memory, json, progress = "auto";
+  std::string model, out, method = "awq", calib_data, max_memory, json, progress = "auto", layer_inputs = "quantized";
   int bits = 4;
   int64_t group_size = 128;
   bool symmetric = false, dry_run = false, no_resume = false;
   WindowDraw draw;
-  int64_t batch_size = 8;
+  int64_t batch_size = 8, search_tokens = 8192;
   RuntimeFlags rt;
 };
 
@@ -32,6 +32,8 @@ int run_quantize_command(const QuantizeFlags& f) {
   if (!f.calib_data.empty()) cfg.calib_data = f.calib_data;
   cfg.draw = f.draw;
   cfg.batch_size = f.batch_size;
+  cfg.quantized_inputs = f.layer_inputs == "quantized";
+  cfg.search_tokens = f.search_tokens;
   cfg.runtime.compute_dtype = parse_compute_dtype(f.rt.dtype);
   cfg.runtime.device = parse_device(f.rt.device);
   if (!f.max_memory.empty()) cfg.max_memory = parse_memory_size(f.max_memory, "--max-memory");
@@ -87,6 +89,16 @@ Command add_quantize_command(CLI::App& root) {
   app->add_option("--seq-len", f->draw.seq_len, "tokens per calibration window")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
   app->add_option("--seed", f->draw.seed, "seed of the calibration window positions")->capture_default_str();
   app->add_option("--batch-size", f->batch_size, "windows per forward call")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  app->add_option("--layer-inputs", f->layer_inputs,
+                  "activations that calibrate each layer: those of the already quantized layers before it, or "
+                  "of the fp model (AutoAWQ)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"quantized", "fp"}));
+  app->add_option("--search-tokens", f->search_tokens,
+                  "calibration tokens each search step evaluates (awq: whole windows for attention, spread tokens "
+                  "otherwise; 0: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app->add_option("--max-memory", f->max_memory, "refuse to start when the predicted peak exceeds this (e.g. 16G; default: physical memory)");
   app->add_flag("--dry-run", f->dry_run, "print the plan only");
   app->add_flag("--no-resume", f->no_resume, "discard saved layers of an interrupted run and start over");
