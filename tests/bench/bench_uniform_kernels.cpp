@@ -1,18 +1,33 @@
-// Decode-time linears of SmolLM2-135M shapes: QuantLinear (W4/W8, fused dequantize + GEMV)
-// against a dense f32 at::linear of the same shape, measured in the same run, plus memcpy
-// as the bandwidth yardstick. Two regimes:
-//   hot:      the same weights every iteration (they stay in L2 when small), compared with
-//             a memcpy of the packed weight bytes;
-//   streamed: cycling through copies of the weights totalling kStreamBytes, as a decode step
-//             walks through a model's layers, compared with a memcpy of a large buffer.
-// After the Google Benchmark output it prints one table of ratios. FSQ_CPU_ISA=scalar|avx2|
-// avx512 picks the kernel variant. Timings on a shared machine are noisy: compare ratios
-// taken in one run, not absolute times.
+// Decode-time linears: QuantLinear / the raw kernel cpu::uniform_gemv (W4/W8, fused
+// dequantize + GEMV) on SmolLM2-135M shapes (g64: 128 does not divide 576) against a dense
+// f32 at::linear of the same shape, and on LLaMA-7B shapes (4096x4096 q/o_proj, 11008x4096
+// down_proj; w4g128a, kernel only), each against bandwidth yardsticks measured in the same
+// run. Regimes:
+//   hot:    the same weights every iteration (they stay in L2 when small), compared with a
+//           memcpy of the packed weight bytes;
+//   stream: cycling through copies of the weights totalling kStreamBytes (64 MiB: past L2,
+//           as a decode step walks through a small model's layers; on a CPU with a large
+//           L3 they may sit in it), compared with memcpy of 256 MiB and with a read-only
+//           kernel over 64 MiB;
+//   mem:    the kernel alone cycling through copies totalling twice the L3 size (at least
+//           256 MiB; FSQ_BENCH_MEM_MIB overrides), so weights come from DRAM as in a 7B
+//           model's decode step, compared with the read-only kernel over as many bytes.
+// The read-only kernel ("read/...") XORs the buffer into independent accumulators with the
+// widest vector loads the CPU has, split over the same OpenMP threads: the memory read
+// bandwidth a GEMV that reads its weights once can approach (the aim: >= 70% of it).
+// After the Google Benchmark output it prints two tables: speedups against dense f32, and
+// the kernel's weight GB/s (packed codes + scales + zeros per second) with its ratio to the
+// read bandwidth of the same regime. FSQ_CPU_ISA=scalar|avx2|avx512 picks the kernel variant
+// (the read kernel always uses the widest). With --benchmark_repetitions the tables use
+// the medians. Timings on a shared machine are noisy: compare ratios taken in one run.
+//   bench_uniform_kernels --benchmark_filter='4096|read/'   (the LLaMA-7B shapes only)
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -23,9 +38,14 @@
 
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
+#include "runtime/cpu/uniform_kernels.h"
 #include "runtime/linear.h"
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace fsq {
 namespace {
@@ -33,24 +53,37 @@ namespace {
 struct Shape {
   const char* what;
   int64_t in, out;  // K, N
+  std::vector<std::string> types;
+  std::vector<int64_t> batch_rows;  // m
+  bool dense;  // also dense f32, QuantLinear::forward and the hot memcpy (else the kernel only)
 };
-constexpr Shape kShapes[] = {{"q/o_proj", 576, 576},
-                             {"gate/up_proj", 576, 1536},
-                             {"down_proj", 1536, 576},
-                             {"lm_head", 576, 49152}};
-// g64: the largest group size dividing 576 (SmolLM2's hidden size).
-constexpr const char* kQuantTypes[] = {"w4g64a", "w8g64a"};
-constexpr int64_t kBatchRows[] = {1, 8};
-constexpr int64_t kStreamBytes = int64_t{64} << 20;  // well past L2, like a model's layers
+const std::vector<Shape> kShapes = {
+    // g64: the largest group size dividing 576 (SmolLM2's hidden size).
+    {"q/o_proj", 576, 576, {"w4g64a", "w8g64a"}, {1, 8}, true},
+    {"gate/up_proj", 576, 1536, {"w4g64a", "w8g64a"}, {1, 8}, true},
+    {"down_proj", 1536, 576, {"w4g64a", "w8g64a"}, {1, 8}, true},
+    {"lm_head", 576, 49152, {"w4g64a", "w8g64a"}, {1, 8}, true},
+    {"7b q/o_proj", 4096, 4096, {"w4g128a"}, {1, 8}, false},
+    {"7b down_proj", 11008, 4096, {"w4g128a"}, {1, 8}, false},
+};
+constexpr int64_t kStreamBytes = int64_t{64} << 20;  // past L2, like a small model's layers
 constexpr int64_t kLargeCopyBytes = int64_t{256} << 20;
 
+// Twice the L3 (at least 256 MiB), or FSQ_BENCH_MEM_MIB.
+int64_t mem_bytes() {
+  if (const char* mib = std::getenv("FSQ_BENCH_MEM_MIB")) return std::max<int64_t>(1, std::atoll(mib)) << 20;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return std::max<int64_t>(int64_t{256} << 20, 2 * int64_t{l3 > 0 ? l3 : 0});
+}
+
 std::string shape_name(const Shape& s) { return std::to_string(s.in) + "x" + std::to_string(s.out); }
+std::string mib(int64_t bytes) { return std::to_string(bytes >> 20) + "MiB"; }
 
-int64_t copies_for(int64_t bytes) { return std::max<int64_t>(1, (kStreamBytes + bytes - 1) / bytes); }
+int64_t copies_for(int64_t bytes, int64_t total) { return std::max<int64_t>(1, (total + bytes - 1) / bytes); }
 
-// `copies` QuantLinears of random codes, zero points and scales, packed like a checkpoint
-// (the values do not matter to the timing, the layout does).
-std::vector<std::unique_ptr<QuantLinear>> make_random_quant(const Shape& s, const UniformQuant& q) {
+// QuantLinears of random codes, zero points and scales, packed like a checkpoint (the
+// values do not matter to the timing, the layout does): as many copies as make `total` bytes.
+std::vector<std::unique_ptr<QuantLinear>> make_random_quant(const Shape& s, const UniformQuant& q, int64_t total) {
   std::mt19937 rng(1);
   const int64_t groups = q.group_count(s.in) * s.out;
   std::vector<uint8_t> codes(static_cast<size_t>(s.in * s.out)), zeros(static_cast<size_t>(groups));
@@ -65,14 +98,15 @@ std::vector<std::unique_ptr<QuantLinear>> make_random_quant(const Shape& s, cons
     out.push_back(std::make_unique<QuantLinear>(q, s.out, s.in, bytes(words), bytes(scales),
                                                 q.symmetric ? std::span<const std::byte>{} : bytes(zeros),
                                                 std::nullopt, "bench"));
-  } while (static_cast<int64_t>(out.size()) < copies_for(out.front()->weight_bytes()));
+  } while (static_cast<int64_t>(out.size()) < copies_for(out.front()->weight_bytes(), total));
   return out;
 }
 
 std::vector<std::unique_ptr<DenseLinear>> make_random_dense(const Shape& s) {
   const at::Tensor w = at::randn({s.out, s.in});
   std::vector<std::unique_ptr<DenseLinear>> out;
-  for (int64_t i = 0; i < copies_for(w.numel() * 4); ++i) out.push_back(std::make_unique<DenseLinear>(w.clone(), std::nullopt));
+  for (int64_t i = 0; i < copies_for(w.numel() * 4, kStreamBytes); ++i)
+    out.push_back(std::make_unique<DenseLinear>(w.clone(), std::nullopt));
   return out;
 }
 
@@ -90,18 +124,24 @@ void run_linears(benchmark::State& state, const std::vector<const Linear*>& line
   state.SetBytesProcessed(state.iterations() * linears.front()->weight_bytes());
 }
 
-// The kernel alone, without QuantLinear::forward's tensor handling.
-void run_kernel(benchmark::State& state, const QuantLinear& linear, int64_t m, int threads) {
+// The kernel alone, without QuantLinear::forward's tensor handling, through `linears`
+// round robin.
+void run_kernel(benchmark::State& state, const std::vector<const QuantLinear*>& linears, int64_t m, int threads) {
   set_threads(threads);
-  const cpu::UniformWeightsView w = linear.weights_view();
-  const std::vector<float> x(static_cast<size_t>(m * w.cols), 0.5f);
-  std::vector<float> y(static_cast<size_t>(m * w.rows));
+  std::vector<cpu::UniformWeightsView> views;
+  for (const QuantLinear* l : linears) views.push_back(l->weights_view());
+  const int64_t rows = views.front().rows, cols = views.front().cols;
+  const cpu::CpuIsa isa = linears.front()->cpu_isa();
+  const std::vector<float> x(static_cast<size_t>(m * cols), 0.5f);
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  size_t next = 0;
   for (auto _ : state) {
-    if (cpu::uniform_gemv(w, x.data(), m, w.cols, y.data(), w.rows, linear.cpu_isa()) != cpu::KernelStatus::Ok)
+    if (cpu::uniform_gemv(views[next], x.data(), m, cols, y.data(), rows, isa) != cpu::KernelStatus::Ok)
       state.SkipWithError("uniform_gemv failed");
     benchmark::ClobberMemory();
+    next = next + 1 == views.size() ? 0 : next + 1;
   }
-  state.SetBytesProcessed(state.iterations() * linear.weight_bytes());
+  state.SetBytesProcessed(state.iterations() * linears.front()->weight_bytes());
 }
 
 // Copies `bytes` split over `threads` OpenMP threads.
@@ -119,14 +159,91 @@ void run_memcpy(benchmark::State& state, int64_t bytes, int threads) {
   state.SetBytesProcessed(state.iterations() * bytes);
 }
 
-// Keeps each run's real time (microseconds) by name for the ratio table.
+// The read-only kernels: XOR of words [0, n) (n a multiple of 32) into independent
+// accumulators, so the loop is bound by loads, not by a dependency chain.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) uint64_t xor_words_avx512(const uint64_t* p, int64_t n) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i < n; i += 32) {
+    a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(p + i));
+    a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(p + i + 8));
+    a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(p + i + 16));
+    a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(p + i + 24));
+  }
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3)));
+  uint64_t r = 0;
+  for (uint64_t v : lanes) r ^= v;
+  return r;
+}
+
+__attribute__((target("avx2"))) uint64_t xor_words_avx2(const uint64_t* p, int64_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i < n; i += 16) {
+    a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  alignas(32) uint64_t lanes[4];
+  const __m256i all = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), all);
+  return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+}
+#endif
+
+uint64_t xor_words_scalar(const uint64_t* p, int64_t n) {
+  uint64_t a[8] = {};
+  for (int64_t i = 0; i < n; i += 8)
+    for (int j = 0; j < 8; ++j) a[j] ^= p[i + j];
+  return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+}
+
+using XorWordsFn = uint64_t (*)(const uint64_t*, int64_t);
+XorWordsFn xor_words_for(cpu::CpuIsa isa) {
+#if defined(__x86_64__)
+  switch (isa) {
+    case cpu::CpuIsa::Avx512: return xor_words_avx512;
+    case cpu::CpuIsa::Avx2: return xor_words_avx2;
+    case cpu::CpuIsa::Scalar: break;
+  }
+#endif
+  return xor_words_scalar;
+}
+
+// Reads all of `buffer` each iteration, split over `threads` OpenMP threads.
+void run_read(benchmark::State& state, const std::vector<uint64_t>& buffer, int threads) {
+  set_threads(threads);
+  constexpr int64_t kBlock = 32;  // words, the unit each thread's share is a multiple of
+  const int64_t blocks = static_cast<int64_t>(buffer.size()) / kBlock;
+  const XorWordsFn xor_words = xor_words_for(cpu::best_cpu_isa());
+  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  for (auto _ : state) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; ++t) {
+      const int64_t begin = blocks * t / threads * kBlock, end = blocks * (t + 1) / threads * kBlock;
+      sums[static_cast<size_t>(t)] ^= xor_words(buffer.data() + begin, end - begin);
+    }
+    benchmark::DoNotOptimize(sums.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * blocks * kBlock * static_cast<int64_t>(sizeof(uint64_t)));
+}
+
+// Keeps each run's real time (microseconds) by name for the ratio tables: the run itself,
+// or the median of its repetitions.
 class Collector : public benchmark::ConsoleReporter {
  public:
   std::map<std::string, double> micros;
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs)
-      if (!r.error_occurred) micros[r.run_name.function_name] = r.GetAdjustedRealTime();
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      if (r.run_type == Run::RT_Iteration)
+        micros.emplace(r.run_name.function_name, r.GetAdjustedRealTime());
+      else if (r.aggregate_name == "median")
+        micros[r.run_name.function_name] = r.GetAdjustedRealTime();
+    }
   }
   double get(const std::string& name) const {
     const auto it = micros.find(name);
@@ -138,49 +255,107 @@ std::string key(const char* kind, const Shape& s, const std::string& type, int64
   return std::string(kind) + "/" + shape_name(s) + "/" + type + "/m" + std::to_string(m) + "/t" +
          std::to_string(threads);
 }
-std::string large_copy_key(int threads) { return "memcpy/256MiB/t" + std::to_string(threads); }
+std::string large_copy_key(int threads) { return "memcpy/" + mib(kLargeCopyBytes) + "/t" + std::to_string(threads); }
+std::string read_key(int64_t bytes, int threads) { return "read/" + mib(bytes) + "/t" + std::to_string(threads); }
 
 template <typename Fn>
 void add(const std::string& name, Fn fn) {
   benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
-template <typename T>
-std::vector<const Linear*> pointers(const std::vector<std::unique_ptr<T>>& v, bool all) {
-  std::vector<const Linear*> out;
+template <typename To, typename T>
+std::vector<const To*> pointers(const std::vector<std::unique_ptr<T>>& v, bool all) {
+  std::vector<const To*> out;
   for (size_t i = 0; i < (all ? v.size() : 1); ++i) out.push_back(v[i].get());
   return out;
 }
 
-struct Fixtures {
-  std::map<std::string, std::vector<std::unique_ptr<DenseLinear>>> dense;  // by shape name
-  std::map<std::string, std::vector<std::unique_ptr<QuantLinear>>> quant;  // by "<shape>/<type>"
+// Buffers and weights, built on first use: a filtered run builds only what it runs.
+class Fixtures {
+ public:
+  explicit Fixtures(int64_t mem_bytes) : mem_bytes_(mem_bytes) {}
+  int64_t mem_bytes() const { return mem_bytes_; }
+
+  const std::vector<std::unique_ptr<DenseLinear>>& dense(const Shape& s) {
+    auto& d = dense_[shape_name(s)];
+    if (d.empty()) d = make_random_dense(s);
+    return d;
+  }
+  // Copies totalling kStreamBytes; every set stays (a few hundred MiB in all).
+  const std::vector<std::unique_ptr<QuantLinear>>& quant(const Shape& s, const std::string& type) {
+    auto& q = quant_[shape_name(s) + "/" + type];
+    if (q.empty()) {
+      q = make_random_quant(s, find_uniform_quant(type), kStreamBytes);
+      weight_bytes_[shape_name(s) + "/" + type] = q.front()->weight_bytes();
+    }
+    return q;
+  }
+  // Copies totalling mem_bytes(); only the latest set stays (the benchmarks of one shape
+  // and type are registered one after another).
+  const std::vector<std::unique_ptr<QuantLinear>>& mem_quant(const Shape& s, const std::string& type) {
+    const std::string k = shape_name(s) + "/" + type;
+    if (k != mem_key_) {
+      mem_quant_.clear();
+      mem_quant_ = make_random_quant(s, find_uniform_quant(type), mem_bytes_);
+      mem_key_ = k;
+      weight_bytes_[k] = mem_quant_.front()->weight_bytes();
+    }
+    return mem_quant_;
+  }
+  const std::vector<uint64_t>& read_buffer(int64_t bytes) {
+    auto& b = read_[bytes];
+    if (b.empty()) b.assign(static_cast<size_t>(bytes / 8), 0x0123456789abcdefULL);
+    return b;
+  }
+  int64_t weight_bytes(const Shape& s, const std::string& type) {
+    const auto it = weight_bytes_.find(shape_name(s) + "/" + type);
+    return it != weight_bytes_.end() ? it->second : quant(s, type).front()->weight_bytes();
+  }
+
+ private:
+  int64_t mem_bytes_;
+  std::map<std::string, std::vector<std::unique_ptr<DenseLinear>>> dense_;  // by shape name
+  std::map<std::string, std::vector<std::unique_ptr<QuantLinear>>> quant_;  // by "<shape>/<type>"
+  std::string mem_key_;
+  std::vector<std::unique_ptr<QuantLinear>> mem_quant_;
+  std::map<int64_t, std::vector<uint64_t>> read_;
+  std::map<std::string, int64_t> weight_bytes_;  // by "<shape>/<type>", of the sets built
 };
 
 void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
+  Fixtures* fx = &f;
+  for (int threads : thread_counts)
+    for (int64_t bytes : {kStreamBytes, f.mem_bytes()})
+      add(read_key(bytes, threads), [=](benchmark::State& st) { run_read(st, fx->read_buffer(bytes), threads); });
   for (const Shape& s : kShapes) {
-    const auto& dense = f.dense[shape_name(s)] = make_random_dense(s);
-    for (const char* type : kQuantTypes)
-      f.quant[shape_name(s) + "/" + type] = make_random_quant(s, find_uniform_quant(type));
-    for (int threads : thread_counts) {
-      for (int64_t m : kBatchRows) {
-        for (bool streamed : {false, true}) {
-          const char* mode = streamed ? "stream-dense" : "dense";
-          add(key(mode, s, "f32", m, threads),
-              [=, d = pointers(dense, streamed)](benchmark::State& st) { run_linears(st, d, m, threads); });
-        }
-        for (const char* type : kQuantTypes) {
-          const auto& quant = f.quant[shape_name(s) + "/" + type];
+    const Shape* sp = &s;
+    if (s.dense)
+      for (int threads : thread_counts)
+        for (int64_t m : s.batch_rows)
           for (bool streamed : {false, true})
-            add(key(streamed ? "stream-quant" : "quant", s, type, m, threads),
-                [=, q = pointers(quant, streamed)](benchmark::State& st) { run_linears(st, q, m, threads); });
-          const QuantLinear* q = quant.front().get();
-          add(key("kernel", s, type, m, threads), [=](benchmark::State& st) { run_kernel(st, *q, m, threads); });
+            add(key(streamed ? "stream-dense" : "dense", s, "f32", m, threads), [=](benchmark::State& st) {
+              run_linears(st, pointers<Linear>(fx->dense(*sp), streamed), m, threads);
+            });
+    for (const std::string& type : s.types) {
+      for (int threads : thread_counts) {
+        for (int64_t m : s.batch_rows) {
+          if (s.dense)
+            for (bool streamed : {false, true})
+              add(key(streamed ? "stream-quant" : "quant", s, type, m, threads), [=](benchmark::State& st) {
+                run_linears(st, pointers<Linear>(fx->quant(*sp, type), streamed), m, threads);
+              });
+          for (bool streamed : {false, true})
+            add(key(streamed ? "stream-kernel" : "kernel", s, type, m, threads), [=](benchmark::State& st) {
+              run_kernel(st, pointers<QuantLinear>(fx->quant(*sp, type), streamed), m, threads);
+            });
+          add(key("mem-kernel", s, type, m, threads), [=](benchmark::State& st) {
+            run_kernel(st, pointers<QuantLinear>(fx->mem_quant(*sp, type), true), m, threads);
+          });
         }
-      }
-      for (const char* type : kQuantTypes) {
-        const int64_t bytes = f.quant[shape_name(s) + "/" + type].front()->weight_bytes();
-        add(key("memcpy", s, type, 0, threads), [=](benchmark::State& st) { run_memcpy(st, bytes, threads); });
+        if (s.dense)
+          add(key("memcpy", s, type, 0, threads), [=](benchmark::State& st) {
+            run_memcpy(st, fx->weight_bytes(*sp, type), threads);
+          });
       }
     }
   }
@@ -188,32 +363,72 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
     add(large_copy_key(threads), [=](benchmark::State& st) { run_memcpy(st, kLargeCopyBytes, threads); });
 }
 
-void print_ratios(const Collector& c, const Fixtures& f, const std::vector<int>& thread_counts) {
+void print_ratios(const Collector& c, Fixtures& f, const std::vector<int>& thread_counts) {
+  const cpu::CpuIsa isa = cpu::selected_cpu_isa();
   std::printf("\nkernel ISA %s; speedup = dense f32 time / QuantLinear time; GB/s = packed weight bytes per second\n",
-              cpu::cpu_isa_name(cpu::selected_cpu_isa()));
+              cpu::cpu_isa_name(isa));
   std::printf("hot: same weights each call, memcpy of as many bytes; streamed: weights cycled over %ld MiB, "
               "memcpy of %ld MiB\n",
               static_cast<long>(kStreamBytes >> 20), static_cast<long>(kLargeCopyBytes >> 20));
-  std::printf("%-21s %-6s %2s %3s | %8s %8s %8s %7s %6s %6s | %8s %8s %7s %6s %6s\n", "shape (K x N)", "type", "m",
+  std::printf("%-25s %-7s %2s %3s | %8s %8s %8s %7s %6s %6s | %8s %8s %7s %6s %6s\n", "shape (K x N)", "type", "m",
               "thr", "dense_us", "quant_us", "kernel", "speedup", "GB/s", "memcpy", "dense_us", "quant_us", "speedup",
               "GB/s", "memcpy");
   for (const Shape& s : kShapes)
-    for (const char* type : kQuantTypes)
+    for (const std::string& type : s.types)
       for (int threads : thread_counts)
-        for (int64_t m : kBatchRows) {
-          const double dense = c.get(key("dense", s, "f32", m, threads)), quant = c.get(key("quant", s, type, m, threads));
+        for (int64_t m : s.batch_rows) {
+          const double dense = c.get(key("dense", s, "f32", m, threads));
+          const double quant = c.get(key("quant", s, type, m, threads));
           const double kernel = c.get(key("kernel", s, type, m, threads));
           const double copy = c.get(key("memcpy", s, type, 0, threads));
           const double s_dense = c.get(key("stream-dense", s, "f32", m, threads));
           const double s_quant = c.get(key("stream-quant", s, type, m, threads));
           const double large_copy = c.get(large_copy_key(threads));
           if (dense == 0 || quant == 0 || kernel == 0 || copy == 0 || s_dense == 0 || s_quant == 0 || large_copy == 0)
-            continue;  // filtered out
-          const double mb = static_cast<double>(f.quant.at(shape_name(s) + "/" + type).front()->weight_bytes()) * 1e-3;
-          std::printf("%-21s %-6s %2ld %3d | %8.1f %8.1f %8.1f %7.2f %6.1f %6.1f | %8.1f %8.1f %7.2f %6.1f %6.1f\n",
-                      (std::string(s.what) + " " + shape_name(s)).c_str(), type, static_cast<long>(m), threads, dense,
-                      quant, kernel, dense / quant, mb / quant, mb / copy, s_dense, s_quant, s_dense / s_quant,
+            continue;  // filtered out, or no dense comparison for this shape
+          const double mb = static_cast<double>(f.weight_bytes(s, type)) * 1e-3;
+          std::printf("%-25s %-7s %2ld %3d | %8.1f %8.1f %8.1f %7.2f %6.1f %6.1f | %8.1f %8.1f %7.2f %6.1f %6.1f\n",
+                      (std::string(s.what) + " " + shape_name(s)).c_str(), type.c_str(), static_cast<long>(m), threads,
+                      dense, quant, kernel, dense / quant, mb / quant, mb / copy, s_dense, s_quant, s_dense / s_quant,
                       mb / s_quant, static_cast<double>(kLargeCopyBytes) * 1e-3 / large_copy);
+        }
+
+  std::printf("\nkernel alone (cpu::uniform_gemv, ISA %s): weight GB/s, and %% of the read-only kernel's GB/s (%s "
+              "loads, same threads)\n",
+              cpu::cpu_isa_name(isa), cpu::cpu_isa_name(cpu::best_cpu_isa()));
+  std::printf("hot: same weights; stream: cycled over %ld MiB (L3 here: %ld MiB); mem: cycled over %ld MiB\n",
+              static_cast<long>(kStreamBytes >> 20), sysconf(_SC_LEVEL3_CACHE_SIZE) >> 20,
+              static_cast<long>(f.mem_bytes() >> 20));
+  std::printf("%-25s %-7s %2s %3s | %7s | %7s %7s %5s | %7s %7s %5s\n", "shape (K x N)", "type", "m", "thr", "hot",
+              "stream", "read", "%", "mem", "read", "%");
+  const auto gbps = [](double bytes, double us) { return us > 0 ? bytes * 1e-3 / us : 0.0; };
+  const auto cell = [](double v, const char* format) {
+    char buf[16];
+    if (v > 0)
+      std::snprintf(buf, sizeof buf, format, v);
+    else
+      std::snprintf(buf, sizeof buf, "-");
+    return std::string(buf);
+  };
+  for (const Shape& s : kShapes)
+    for (const std::string& type : s.types)
+      for (int threads : thread_counts)
+        for (int64_t m : s.batch_rows) {
+          const double hot = c.get(key("kernel", s, type, m, threads));
+          const double stream = c.get(key("stream-kernel", s, type, m, threads));
+          const double mem = c.get(key("mem-kernel", s, type, m, threads));
+          if (hot == 0 && stream == 0 && mem == 0) continue;  // filtered out
+          const double bytes = static_cast<double>(f.weight_bytes(s, type));
+          const double read_stream = gbps(static_cast<double>(kStreamBytes), c.get(read_key(kStreamBytes, threads)));
+          const double read_mem = gbps(static_cast<double>(f.mem_bytes()), c.get(read_key(f.mem_bytes(), threads)));
+          const double k_stream = gbps(bytes, stream), k_mem = gbps(bytes, mem);
+          std::printf("%-25s %-7s %2ld %3d | %7s | %7s %7s %5s | %7s %7s %5s\n",
+                      (std::string(s.what) + " " + shape_name(s)).c_str(), type.c_str(), static_cast<long>(m), threads,
+                      cell(gbps(bytes, hot), "%.1f").c_str(), cell(k_stream, "%.1f").c_str(),
+                      cell(read_stream, "%.1f").c_str(),
+                      cell(read_stream > 0 ? 100 * k_stream / read_stream : 0, "%.0f").c_str(),
+                      cell(k_mem, "%.1f").c_str(), cell(read_mem, "%.1f").c_str(),
+                      cell(read_mem > 0 ? 100 * k_mem / read_mem : 0, "%.0f").c_str());
         }
 }
 
@@ -224,7 +439,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   std::vector<int> thread_counts = {1};
   if (fsq::all_threads() > 1) thread_counts.push_back(fsq::all_threads());
-  fsq::Fixtures fixtures;
+  fsq::Fixtures fixtures(fsq::mem_bytes());
   fsq::register_all(fixtures, thread_counts);
   fsq::Collector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
