@@ -15,6 +15,9 @@ inline std::filesystem::path smollm2_gguf() {
   return root / "models" / "smollm2-135m" / "SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
+// The f32 Hugging Face folder fetch-model.sh converts the GGUF into (next to it).
+inline std::filesystem::path smollm2_hf() { return smollm2_gguf().parent_path() / "hf"; }
+
 }  // namespace fsq::testing
 
 // Skips the test with the reason when the SmolLM2 GGUF has not been fetched.

@@ -1,0 +1,126 @@
+// fsq quantize killed with SIGKILL part-way (at a layer drawn from a seeded generator), then
+// the same command again: the output must not exist after the kill, the rerun must resume
+// from the saved layers without redoing them, and its output must equal an uninterrupted
+// run's byte for byte. The quantized model evaluated twice gives the same perplexity.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "cli_support.h"
+#include "common/sha256.h"
+
+extern char** environ;
+
+namespace fsq::clitest {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int kStoriesLayers = 5;
+constexpr auto kPoll = std::chrono::milliseconds(5);
+constexpr auto kGiveUp = std::chrono::minutes(10);
+
+std::vector<std::string> quantize_args(const fs::path& dir, const fs::path& out) {
+  return {"quantize", "--model", stories_dir().string(), "--method", "awq", "--bits", "4", "--group-size", "32",
+          "--calib-data", (dir / "calib.txt").string(), "--samples", "64", "--seq-len", "256", "--threads", "1",
+          "--progress", "off", "--out", out.string(), "--json", (out.string() + ".json")};
+}
+
+int layer_files(const fs::path& partial) {
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(partial, ec))
+    n += e.path().filename().string().rfind("layer_", 0) == 0 && e.path().extension() == ".safetensors";
+  return n;
+}
+
+// Starts fsq with `args` (output discarded) and SIGKILLs it once `partial` holds
+// `kill_after` finished layers. Returns false when it exited on its own first.
+bool run_and_kill(const std::vector<std::string>& args, const fs::path& partial, int kill_after) {
+  std::vector<std::string> argv_s = {FSQ_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, FSQ_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return false;
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  while (std::chrono::steady_clock::now() - start < kGiveUp) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return false;  // finished before the kill
+    if (layer_files(partial) >= kill_after) break;
+    std::this_thread::sleep_for(kPoll);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+std::string folder_digest(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const auto& f : files) all += f.filename().string() + " " + sha256_file(f) + "\n";
+  return all;
+}
+
+double perplexity(const fs::path& model, const fs::path& json) {
+  RunResult r = run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(), "--seq-len", "256",
+                         "--max-windows", "8", "--threads", "1", "--no-speed", "--progress", "off", "--json",
+                         json.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return read_json(json)["perplexity"]["ppl"].get<double>();
+}
+
+TEST(CliQuantizeKill, SigkillThenRerunResumesAndWritesTheSameBytes) {
+  FSQ_REQUIRE_STORIES260K();
+  const fs::path dir = temp_dir("quantize-kill");
+  {
+    std::ifstream in(tinystories_val(), std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir / "calib.txt", std::ios::binary) << text.substr(text.size() - 200'000);
+  }
+  const fs::path whole = dir / "whole", killed = dir / "killed";
+  RunResult r = run_fsq(quantize_args(dir, whole));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  std::mt19937 rng(20261123);
+  const int kill_after = std::uniform_int_distribution<int>(1, kStoriesLayers - 1)(rng);
+  const fs::path partial = killed.string() + ".partial";
+  ASSERT_TRUE(run_and_kill(quantize_args(dir, killed), partial, kill_after))
+      << "fsq quantize finished before " << kill_after << " layers were saved";
+  EXPECT_FALSE(fs::exists(killed)) << "a killed run left its output folder";
+  const int saved = layer_files(partial);
+  EXPECT_GE(saved, kill_after);
+  EXPECT_LT(saved, kStoriesLayers);
+
+  r = run_fsq(quantize_args(dir, killed));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("resuming"), std::string::npos) << r.out;
+  EXPECT_EQ(read_json(killed.string() + ".json")["resumed_layers"].get<int>(), saved);  // none redone
+  EXPECT_FALSE(fs::exists(partial));
+  EXPECT_EQ(folder_digest(killed), folder_digest(whole));
+
+  const double first = perplexity(killed, dir / "eval1.json"), second = perplexity(killed, dir / "eval2.json");
+  EXPECT_EQ(first, second);
+  EXPECT_GT(first, 1.0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fsq::clitest
