@@ -59,7 +59,7 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   p.runtime = kRuntimeBytes;
   p.checkpoint = p.source_bytes;  // mapped pages of the source, touched layer by layer
   p.shell = c.vocab_size * h * kF32;  // the model shell's embedding (loaded by every method)
-  p.layer = 2 * layer_params * kF32;                      // the fp layer and the pass's rewritten copy
+  p.layer = 2 * layer_params * kF32;  // the fp layer and the pass's rewritten copy
   // Codes (one byte per weight) of every layer are held while the checkpoint is written.
   p.assembled = p.quantized_parameters + p.output_bytes;
   if (s.calibrated) {
