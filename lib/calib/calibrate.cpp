@@ -11,6 +11,7 @@
 #include "calib/layer_stream.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/process.h"
 #include "common/progress.h"
 #include "formats/checkpoint.h"
 #include "formats/tokenizer.h"

@@ -7,6 +7,7 @@
 
 #include "calib/layer_stream.h"
 #include "common/error.h"
+#include "common/process.h"
 #include "common/half.h"
 #include "common/json_file.h"
 #include "common/progress.h"

@@ -1,7 +1,5 @@
 #include "quantize/quantize_plan.h"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 
@@ -101,31 +99,6 @@ std::string QuantizePlan::to_text(const QuantizeShape& s) const {
          " + embedding " + mib(shell) + " + layer " + mib(layer) + " + activations " + mib(activations) +
          " + search " + mib(search) + " + assembled output " + mib(assembled) + "\n";
   return out;
-}
-
-int64_t physical_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
-}
-
-int64_t parse_memory_size(const std::string& text, const std::string& option) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "" || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "KiB" || unit == "k") scale = 1024.0;
-  else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T" || unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
-  else used = 0;
-  if (used == 0 || !(value > 0)) throw Error(option, "expects a size such as 8G, 512M or a byte count, got " + quote_name(text));
-  return static_cast<int64_t>(value * scale);
 }
 
 }  // namespace fsq

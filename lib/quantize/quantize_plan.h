@@ -41,9 +41,4 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& shape);
 // "model.layers.N.<...>.q_proj.weight" etc.: the weights the passes quantize.
 std::set<std::string> linear_weight_names(const ArchSpec& arch, int64_t layers);
 
-// Physical memory of this machine (bytes), for the default --max-memory.
-int64_t physical_memory_bytes();
-// "24G", "512M", "1.5G", "1073741824" -> bytes; throws fsq::Error naming `option`.
-int64_t parse_memory_size(const std::string& text, const std::string& option);
-
 }  // namespace fsq

@@ -115,7 +115,4 @@ class LlamaModel {
   const PackedCheckpoint* packed_ = nullptr;
 };
 
-// Sets LibTorch's intra-op threads (and OpenMP's); <= 0 means hardware concurrency.
-int set_threads(int threads);
-
 }  // namespace fsq

@@ -33,13 +33,6 @@ at::Tensor tensor_from_view(const TensorView& v, c10::ScalarType dtype, c10::Dev
   return out;
 }
 
-c10::ScalarType parse_compute_dtype(const std::string& name) {
-  if (name == "f32" || name == "float32" || name == "fp32") return at::kFloat;
-  if (name == "bf16" || name == "bfloat16") return at::kBFloat16;
-  if (name == "f16" || name == "float16" || name == "fp16" || name == "half") return at::kHalf;
-  throw Error("--dtype " + name, "unknown dtype; use f32, bf16 or f16");
-}
-
 std::string scalar_type_name(c10::ScalarType t) {
   switch (t) {
     case at::kFloat: return "f32";
@@ -48,16 +41,6 @@ std::string scalar_type_name(c10::ScalarType t) {
     case at::kDouble: return "f64";
     default: return c10::toString(t);
   }
-}
-
-c10::Device parse_device(const std::string& name) {
-  if (name == "cpu") return c10::Device(c10::kCPU);
-  if (name.rfind("cuda", 0) == 0) {
-    if (!at::hasCUDA())
-      throw Error("--device " + name, "this fsq build's LibTorch has no CUDA or no GPU is visible; use --device cpu");
-    return c10::Device(name);
-  }
-  throw Error("--device " + name, "unknown device; use cpu or cuda[:N]");
 }
 
 }  // namespace fsq

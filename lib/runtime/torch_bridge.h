@@ -15,10 +15,6 @@ namespace fsq {
 c10::ScalarType to_scalar_type(DType t);
 // Copies the view into a new tensor of `dtype` on `device`.
 at::Tensor tensor_from_view(const TensorView& v, c10::ScalarType dtype, c10::Device device);
-// "float32" / "f32" / "bf16" / "bfloat16" / "fp16" / "float16" -> ScalarType; throws on others.
-c10::ScalarType parse_compute_dtype(const std::string& name);
 std::string scalar_type_name(c10::ScalarType t);  // "f32", "bf16", "f16"
-// "cpu" / "cuda" / "cuda:N"; throws fsq::Error when CUDA is asked for and not available.
-c10::Device parse_device(const std::string& name);
 
 }  // namespace fsq

@@ -42,6 +42,7 @@
 #include "runtime/linear.h"
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
+#include "runtime/threads.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

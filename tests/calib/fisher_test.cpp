@@ -8,6 +8,7 @@
 #include "calib/layer_stream.h"
 #include "formats/checkpoint.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 #include "tiny_model.h"
 
 namespace fsq {

@@ -13,6 +13,7 @@
 #include "formats/safetensors.h"
 #include "formats/tokenizer.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 
 namespace fsq::clitest {
 namespace {

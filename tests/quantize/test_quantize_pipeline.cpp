@@ -10,6 +10,7 @@
 #include "formats/checkpoint.h"
 #include "formats/packed_checkpoint.h"
 #include "quantize/quantize_model.h"
+#include "runtime/threads.h"
 #include "tiny_model.h"
 
 namespace fsq {

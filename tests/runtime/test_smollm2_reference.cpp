@@ -14,6 +14,7 @@
 #include "formats/tokenizer.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 
 namespace fsq {
 namespace {

@@ -7,6 +7,7 @@
 #include "formats/checkpoint.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 
 namespace fsq {
 namespace {

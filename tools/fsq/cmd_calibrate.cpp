@@ -29,8 +29,7 @@ int run_calibrate(const CalibrateFlags& f) {
   cfg.draw = f.draw;
   cfg.fisher = f.fisher;
   cfg.batch_size = f.batch_size;
-  cfg.runtime.compute_dtype = parse_compute_dtype(f.rt.dtype);
-  cfg.runtime.device = parse_device(f.rt.device);
+  cfg.runtime = runtime_options(f.rt);
   apply_progress(f.progress);
   cfg.threads = apply_threads(f.rt.threads);
   cfg.tool_version = version();
@@ -51,7 +50,9 @@ Command add_calibrate_command(CLI::App& root) {
       "Run calibration text through a model one decoder layer at a time and record, for the input of "
       "every linear layer, per-channel absmax / mean / mean of squares (and with --fisher the Fisher "
       "diagonal of every linear weight: the mean over samples of the squared per-sample gradient). "
-      "Writes one .safetensors file that fsq quantize reads; fsq inspect summarizes it.");
+      "Writes one .safetensors file; fsq inspect summarizes it. fsq quantize does not read it yet: "
+      "rtn needs no statistics and awq measures its own from --calib-data on the layers it has already "
+      "quantized (the Fisher-weighted and mixed-precision passes will read this file).");
   app->add_option("--model", f->model, "checkpoint directory or .gguf file")->required()->check(CLI::ExistingPath);
   app->add_option("--data", f->data, "calibration text: a .txt file, a folder of .txt files, or a .jsonl with a \"text\" field")
       ->required()

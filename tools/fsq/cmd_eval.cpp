@@ -27,8 +27,7 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   if (app->count("--seq-len")) cfg.seq_len = f.seq_len;
   cfg.max_windows = f.max_windows;
   cfg.batch_size = f.batch_size;
-  cfg.device = f.rt.device;
-  cfg.dtype = f.rt.dtype;
+  cfg.runtime = runtime_options(f.rt);
   cfg.perplexity = !f.speed_only;
   cfg.speed = !f.no_speed;
   cfg.progress = apply_progress(f.progress);

@@ -30,9 +30,7 @@ std::string ids_text(const std::vector<int32_t>& ids) {
 int run_generate(const GenerateFlags& f) {
   apply_threads(f.rt.threads);
   c10::InferenceMode no_autograd;
-  RuntimeOptions ro;
-  ro.device = parse_device(f.rt.device);
-  ro.compute_dtype = parse_compute_dtype(f.rt.dtype);
+  const RuntimeOptions ro = runtime_options(f.rt);
   ModelFiles files = ModelFiles::open(f.model);
   const Checkpoint& ckpt = *files.checkpoint;
   auto tok = load_tokenizer(f.model);

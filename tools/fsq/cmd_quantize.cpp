@@ -34,8 +34,7 @@ int run_quantize_command(const QuantizeFlags& f) {
   cfg.batch_size = f.batch_size;
   cfg.quantized_inputs = f.layer_inputs == "quantized";
   cfg.search_tokens = f.search_tokens;
-  cfg.runtime.compute_dtype = parse_compute_dtype(f.rt.dtype);
-  cfg.runtime.device = parse_device(f.rt.device);
+  cfg.runtime = runtime_options(f.rt);
   if (!f.max_memory.empty()) cfg.max_memory = parse_memory_size(f.max_memory, "--max-memory");
   cfg.dry_run = f.dry_run;
   cfg.resume = !f.no_resume;

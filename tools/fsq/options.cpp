@@ -1,9 +1,12 @@
 #include "options.h"
 
+#include <ATen/ATen.h>
+
 #include <thread>
 
 #include "common/error.h"
 #include "runtime/model.h"
+#include "runtime/threads.h"
 
 namespace fsq::cli {
 
@@ -16,6 +19,50 @@ void add_runtime_flags(CLI::App* app, RuntimeFlags& flags) {
   app->add_option("--dtype", flags.dtype, "compute dtype")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
+}
+
+RuntimeOptions runtime_options(const RuntimeFlags& flags) {
+  RuntimeOptions ro;
+  ro.device = parse_device(flags.device);
+  ro.compute_dtype = parse_compute_dtype(flags.dtype);
+  return ro;
+}
+
+c10::ScalarType parse_compute_dtype(const std::string& name) {
+  if (name == "f32" || name == "float32" || name == "fp32") return at::kFloat;
+  if (name == "bf16" || name == "bfloat16") return at::kBFloat16;
+  if (name == "f16" || name == "float16" || name == "fp16" || name == "half") return at::kHalf;
+  throw Error("--dtype " + name, "unknown dtype; use f32, bf16 or f16");
+}
+
+c10::Device parse_device(const std::string& name) {
+  if (name == "cpu") return c10::Device(c10::kCPU);
+  if (name.rfind("cuda", 0) == 0) {
+    if (!at::hasCUDA())
+      throw Error("--device " + name, "this fsq build's LibTorch has no CUDA or no GPU is visible; use --device cpu");
+    return c10::Device(name);
+  }
+  throw Error("--device " + name, "unknown device; use cpu or cuda[:N]");
+}
+
+int64_t parse_memory_size(const std::string& text, const std::string& option) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "" || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KiB" || unit == "k") scale = 1024.0;
+  else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
+  else used = 0;
+  if (used == 0 || !(value > 0)) throw Error(option, "expects a size such as 8G, 512M or a byte count, got " + quote_name(text));
+  return static_cast<int64_t>(value * scale);
 }
 
 int apply_threads(int threads) { return fsq::set_threads(threads); }

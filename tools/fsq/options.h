@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/progress.h"
+#include "runtime/model.h"
 
 namespace fsq::cli {
 
@@ -35,6 +36,14 @@ struct RuntimeFlags {
 
 // --threads, --device, --dtype.
 void add_runtime_flags(CLI::App* app, RuntimeFlags& flags);
+// --device and --dtype parsed; throws fsq::Error naming the option.
+RuntimeOptions runtime_options(const RuntimeFlags& flags);
+// "float32" / "f32" / "bf16" / "bfloat16" / "fp16" / "float16" -> ScalarType; throws on others.
+c10::ScalarType parse_compute_dtype(const std::string& name);
+// "cpu" / "cuda" / "cuda:N"; throws fsq::Error when CUDA is asked for and not available.
+c10::Device parse_device(const std::string& name);
+// "24G", "512M", "1.5G", "1073741824" -> bytes; throws fsq::Error naming `option`.
+int64_t parse_memory_size(const std::string& text, const std::string& option);
 // Applies --threads through fsq::set_threads; returns the count in effect.
 int apply_threads(int threads);
 

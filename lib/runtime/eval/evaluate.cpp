@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/process.h"
 #include "common/sha256.h"
 #include "formats/checkpoint.h"
 #include "formats/tokenizer.h"
@@ -157,9 +158,7 @@ std::string read_text_file(const std::filesystem::path& path) {
 
 EvalReport evaluate(const EvalConfig& cfg) {
   c10::InferenceMode no_autograd;  // evaluation never needs gradients
-  RuntimeOptions ro;
-  ro.device = parse_device(cfg.device);
-  ro.compute_dtype = parse_compute_dtype(cfg.dtype);
+  const RuntimeOptions& ro = cfg.runtime;
 
   EvalReport rep;
   rep.fsq_version = cfg.fsq_version;

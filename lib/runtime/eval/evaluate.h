@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/progress.h"
+#include "runtime/model.h"
 #include "runtime/eval/report.h"
 #include "runtime/eval/speed.h"
 #include "runtime/eval/windows.h"
@@ -22,8 +23,7 @@ struct EvalConfig {
   std::optional<int64_t> seq_len;  // default: kDefaultSeqLen capped at the model's maximum
   int64_t max_windows = 0;         // 0: all
   int64_t batch_size = 0;          // 0: auto_batch_size
-  std::string device = "cpu";
-  std::string dtype = "f32";
+  RuntimeOptions runtime;          // device and compute dtype
   int threads = 0;                 // as applied by the caller (stamped into the report)
   bool perplexity = true;          // false: --speed-only
   bool speed = true;               // false: --no-speed

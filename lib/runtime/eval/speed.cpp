@@ -1,7 +1,6 @@
 #include "runtime/eval/speed.h"
 
 #include <ATen/ATen.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -87,12 +86,6 @@ SpeedResult measure_speed(const LlamaModel& model, const SpeedOptions& opts) {
   for (int64_t l : lens) r.prefill.push_back(prefill(model, l, opts));
   for (int64_t b : opts.decode_batches) r.decode.push_back(decode(model, std::max<int64_t>(1, b), opts));
   return r;
-}
-
-int64_t peak_rss_bytes() {
-  struct rusage u {};
-  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 }  // namespace fsq

@@ -45,7 +45,4 @@ struct SpeedResult {
 
 SpeedResult measure_speed(const LlamaModel& model, const SpeedOptions& opts = {});
 
-// Peak resident set size of this process so far (getrusage ru_maxrss), in bytes.
-int64_t peak_rss_bytes();
-
 }  // namespace fsq
