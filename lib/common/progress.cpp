@@ -39,6 +39,8 @@ Progress::~Progress() {
 void Progress::update(int64_t done, const std::string& detail) {
   done_ = done;
   detail_ = detail;
+  // The final state is drawn once, by finish(), so a bar always ends at 100 %.
+  if (total_ > 0 && done_ >= total_) return;
   auto now = std::chrono::steady_clock::now();
   double since = std::chrono::duration<double>(now - last_draw_).count();
   double min_interval = mode_ == ProgressMode::Bar ? 0.1 : 5.0;

@@ -95,8 +95,7 @@ EvalResult run_eval(const LogitsFn& model, const LogitsFn* ref, const WindowPlan
       add_compare(mine.rows, theirs.rows, *res.compare);
     }
     res.windows += static_cast<int64_t>(count);
-    // The last batch is drawn by finish(), once.
-    if (static_cast<size_t>(res.windows) < total) bar.update(res.windows, progress_detail(res.model, res.compare));
+    bar.update(res.windows, progress_detail(res.model, res.compare));
   }
   bar.finish(progress_detail(res.model, res.compare));
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
