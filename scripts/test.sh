@@ -2,28 +2,57 @@
 # Fresh machine -> installed dependencies -> build -> every test. Idempotent.
 #   FSQ_SKIP_FETCH=1   do not fetch SmolLM2-135M (its tests then skip with a message)
 #   FSQ_FUZZ_SECONDS   seconds per fuzzer (default 30; 0 skips fuzzing)
+# Under CI (the CI variable set, as .ci/run is called), nothing may be skipped quietly: a
+# missing ../shared, a failed SmolLM2 fetch, a missing fuzzer toolchain, FSQ_SKIP_FETCH=1 or
+# FSQ_FUZZ_SECONDS=0 fail the run before the tests start, and so does any test that skipped
+# for a reason other than the absence of a GPU.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FSQ_BUILD_DIR:-$root/build}"
+shared="$(cd "$root/.." && pwd)/shared"
+
+in_ci=false
+case "${CI:-}" in "" | 0 | false | FALSE | no) ;; *) in_ci=true ;; esac
+# Outside CI a missing piece is a message and its tests skip; under CI it ends the run.
+missing() {
+  if $in_ci; then
+    echo "test: CI: $1" >&2
+    exit 1
+  fi
+  echo "test: $1; its tests will skip"
+}
+
+fuzz_seconds="${FSQ_FUZZ_SECONDS:-30}"
+if $in_ci; then
+  [ "${FSQ_SKIP_FETCH:-0}" != "1" ] || missing "FSQ_SKIP_FETCH=1 would skip every SmolLM2-135M test; unset it"
+  [ "$fuzz_seconds" != "0" ] || missing "FSQ_FUZZ_SECONDS=0 would skip the fuzzers; unset it"
+fi
+[ -d "$shared/models/stories260K" ] ||
+  missing "$shared/models/stories260K is absent (the shared fixtures must sit beside the clone)"
 
 "$root/scripts/setup.sh"
 FSQ_BUILD_DIR="$build" "$root/scripts/build.sh"
 
-if [ ! -d "$root/../shared/models/stories260K" ]; then
-  echo "test: ../shared/models/stories260K is absent; real-model tests will skip"
-fi
 # The real-model fixture; the download is cached in $FSQ_CACHE (default ~/.cache/fsq).
 if [ "${FSQ_SKIP_FETCH:-0}" != "1" ]; then
-  FSQ_BIN="$build/tools/fsq/fsq" "$root/scripts/fetch-model.sh" smollm2-135m ||
-    echo "test: SmolLM2-135M could not be fetched; its tests will skip"
+  FSQ_BIN="$build/tools/fsq/fsq" "$root/scripts/fetch-model.sh" smollm2-135m >/dev/null ||
+    missing "SmolLM2-135M could not be fetched (scripts/fetch-model.sh smollm2-135m failed)"
 fi
 
-# Coverage-guided fuzzing of the file readers (needs clang; skipped with a message without).
-fuzz_seconds="${FSQ_FUZZ_SECONDS:-30}"
+# Coverage-guided fuzzing of the file readers (needs clang, which setup.sh installs).
 if [ "$fuzz_seconds" -gt 0 ]; then
+  if ! command -v clang++ >/dev/null 2>&1 && [ -z "${FSQ_FUZZ_CXX:-}" ]; then
+    missing "clang++ not found, so the fuzzers cannot be built"
+  fi
   FSQ_FUZZ_BUILD_DIR="$build-fuzz" "$root/scripts/fuzz.sh" "$fuzz_seconds"
 fi
 
-# ctest last, so its summary closes the output.
+# ctest last; then one closing line with the counts, skipped tests included.
 cd "$build"
-ctest --output-on-failure -j "${FSQ_TEST_JOBS:-2}" --timeout 900
+log="$build/ctest-last.log"
+set +e
+ctest --output-on-failure -j "${FSQ_TEST_JOBS:-2}" --timeout 900 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+"$root/scripts/ctest-summary.sh" "$log" "$in_ci" || rc=1
+exit "$rc"
