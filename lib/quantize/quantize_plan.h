@@ -3,6 +3,7 @@
 // when the prediction exceeds the memory limit.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -29,9 +30,13 @@ struct QuantizePlan {
   double bits_per_weight = 0;      // of the quantized linears (codes + scales + zeros)
   int64_t output_bytes = 0;        // model.safetensors, approximately (padding excluded)
   int64_t source_bytes = 0;
-  // Peak host memory terms (bytes).
-  int64_t runtime = 0, checkpoint = 0, shell = 0, layer = 0, activations = 0, search = 0, assembled = 0;
-  int64_t peak() const { return runtime + checkpoint + shell + layer + activations + search + assembled; }
+  // Peak host memory terms (bytes). The layer loop (layer, activations, search and the
+  // calibration working set) and the final assembly never overlap: the allocator reuses the
+  // loop's freed heap for the assembled output, so the peak takes the larger of the two.
+  int64_t runtime = 0, checkpoint = 0, shell = 0, layer = 0, activations = 0, search = 0, calibration_runtime = 0,
+          assembled = 0;
+  int64_t layer_loop() const { return layer + activations + search + calibration_runtime; }
+  int64_t peak() const { return runtime + checkpoint + shell + std::max(layer_loop(), assembled); }
   nlohmann::json to_json() const;
   std::string to_text(const QuantizeShape& shape) const;
 };
