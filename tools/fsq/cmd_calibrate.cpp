@@ -15,13 +15,13 @@ struct CalibrateFlags {
   std::string model, data, out, json, progress = "auto";
   WindowDraw draw;
   int64_t batch_size = 8;
-  bool fisher = false;
+  bool fisher = false, force = false;
   RuntimeFlags rt;
 };
 
 int run_calibrate(const CalibrateFlags& f) {
-  check_output_folder(f.out, "--out");
-  if (!f.json.empty()) check_output_folder(f.json, "--json");
+  check_output_file(f.out, "--out", {f.model, f.data}, f.force);
+  check_output_file(f.json, "--json", {f.model, f.data, f.out}, f.force);
   CalibrateConfig cfg;
   cfg.model = f.model;
   cfg.data = f.data;
@@ -70,6 +70,7 @@ Command add_calibrate_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   app->add_option("--json", f->json, "also write timings, tokens/s and memory as JSON");
+  add_force_flag(app, f->force);
   add_progress_flag(app, f->progress);
   add_runtime_flags(app, f->rt);
   app->footer(examples({

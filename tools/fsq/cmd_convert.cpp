@@ -29,9 +29,7 @@ int run_convert(const ConvertFlags& f) {
   else if (f.dtype != "bf16") throw Error("--dtype " + f.dtype, "unknown dtype; use bf16, f16 or f32");
 
   // Refuse a busy destination before minutes of dequantizing (write_hf_checkpoint checks too).
-  std::error_code ec;
-  if (std::filesystem::exists(f.out, ec) && !std::filesystem::is_empty(f.out, ec))
-    throw Error(f.out, "output folder exists and is not empty; choose a new --out or remove it");
+  check_output_folder(f.out, "--out", {f.input});
   auto gguf = GgufFile::open(f.input);
   GgufTokenizerFiles tok = gguf_tokenizer_files(*gguf);
   Checkpoint ckpt = Checkpoint::open(f.input);  // dequantized, HF names, Q/K un-permuted

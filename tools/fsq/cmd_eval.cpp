@@ -13,12 +13,12 @@ namespace {
 struct EvalFlags {
   std::string model, data, compare, json, protocol = "gptq", progress = "auto";
   int64_t seq_len = 0, max_windows = 0, batch_size = 0;
-  bool no_speed = false, speed_only = false;
+  bool no_speed = false, speed_only = false, force = false;
   RuntimeFlags rt;
 };
 
 int run_eval(CLI::App* app, const EvalFlags& f) {
-  if (!f.json.empty()) check_output_folder(f.json, "--json");
+  check_output_file(f.json, "--json", {f.model, f.data, f.compare}, f.force);
   EvalConfig cfg;
   cfg.model_dir = f.model;
   if (!f.data.empty()) cfg.data_path = f.data;
@@ -68,6 +68,7 @@ Command add_eval_command(CLI::App& root) {
   app->add_option("--batch-size", f->batch_size, "windows per forward pass (0: auto, up to 8)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--json", f->json, "also write the full report as JSON (atomically)");
+  add_force_flag(app, f->force);
   auto* no_speed = app->add_flag("--no-speed", f->no_speed, "skip the speed measurements");
   auto* speed_only = app->add_flag("--speed-only", f->speed_only, "only load time, speed and memory");
   no_speed->excludes(speed_only);

@@ -18,6 +18,7 @@ struct ExportFlags {
 
 int run_export(const ExportFlags& f) {
   // Refuse a busy destination before reading (and hashing) the whole checkpoint.
+  check_output_folder(f.out, "--out", {f.input});
   AtomicDir::check_destination(f.out);
   const PackedCheckpoint packed = PackedCheckpoint::open(f.input);
   export_autoawq(packed, f.out);

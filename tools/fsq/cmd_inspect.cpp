@@ -161,6 +161,7 @@ Command add_inspect_command(CLI::App& root) {
   struct Flags {
     std::string path;
     std::string json_out;
+    bool force = false;
   };
   auto f = std::make_shared<Flags>();
   CLI::App* app = root.add_subcommand(
@@ -173,9 +174,11 @@ Command add_inspect_command(CLI::App& root) {
       ->check(CLI::ExistingPath);
   app->add_option("--json", f->json_out, "print JSON instead of text; with FILE, write it there (atomically)")
       ->expected(0, 1);
+  add_force_flag(app, f->force);
   app->footer(examples({"fsq inspect models/stories260K", "fsq inspect model.safetensors --json",
                         "fsq inspect models/stories260K --json info.json", "fsq inspect calib.safetensors"}));
   return Command{app, [app, f] {
+                   check_output_file(f->json_out, "--json", {f->path}, f->force);
                    json j = inspect(f->path);
                    if (app->count("--json") == 0) {
                      std::fputs(text_report(j).c_str(), stdout);

@@ -16,14 +16,15 @@ struct QuantizeFlags {
   std::string model, out, method = "awq", calib_data, max_memory, json, progress = "auto", layer_inputs = "quantized";
   int bits = 4;
   int64_t group_size = 128;
-  bool symmetric = false, dry_run = false, no_resume = false;
+  bool symmetric = false, dry_run = false, no_resume = false, force = false;
   WindowDraw draw;
   int64_t batch_size = 8, search_tokens = 8192;
   RuntimeFlags rt;
 };
 
 int run_quantize_command(const QuantizeFlags& f) {
-  if (!f.json.empty()) check_output_folder(f.json, "--json");
+  if (!f.dry_run) check_output_folder(f.out, "--out", {f.model, f.calib_data});
+  check_output_file(f.json, "--json", {f.model, f.calib_data, f.out}, f.force);
   QuantizeConfig cfg;
   cfg.model = f.model;
   cfg.out = f.out;
@@ -41,7 +42,6 @@ int run_quantize_command(const QuantizeFlags& f) {
   apply_progress(f.progress);
   cfg.threads = apply_threads(f.rt.threads);
   cfg.tool_version = version();
-  if (!cfg.dry_run) check_output_folder(cfg.out, "--out");
 
   QuantizeSummary summary = run_quantize(cfg, [](const std::string& line) {
     std::fputs(line.c_str(), stdout);
@@ -102,6 +102,7 @@ Command add_quantize_command(CLI::App& root) {
   app->add_flag("--dry-run", f->dry_run, "print the plan only");
   app->add_flag("--no-resume", f->no_resume, "discard saved layers of an interrupted run and start over");
   app->add_option("--json", f->json, "also write the plan, timings and per-layer choices as JSON");
+  add_force_flag(app, f->force);
   add_progress_flag(app, f->progress);
   add_runtime_flags(app, f->rt);
   app->footer(examples({

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/output_path.h"
 #include "runtime/model.h"
 #include "runtime/threads.h"
 
@@ -83,12 +84,19 @@ ProgressMode apply_progress(const std::string& mode) {
   return m;
 }
 
-void check_output_folder(const std::filesystem::path& out, const std::string& option) {
-  std::filesystem::path dir = out.parent_path();
-  if (dir.empty()) return;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw Error(option, "output folder does not exist: " + dir.string());
+void add_force_flag(CLI::App* app, bool& force) {
+  app->add_flag("--force", force, "replace output files that already exist (never an input)");
+}
+
+void check_output_file(const std::string& out, const std::string& option, const std::vector<std::filesystem::path>& inputs,
+                       bool force) {
+  if (out.empty() || out == "-") return;
+  check_output_path({out, option, OutputKind::File, force}, inputs);
+}
+
+void check_output_folder(const std::string& out, const std::string& option,
+                         const std::vector<std::filesystem::path>& inputs) {
+  check_output_path({out, option, OutputKind::Folder, false}, inputs);
 }
 
 std::string examples(std::initializer_list<const char*> lines) {

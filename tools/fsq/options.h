@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/progress.h"
 #include "runtime/model.h"
@@ -51,8 +52,15 @@ int apply_threads(int threads);
 void add_progress_flag(CLI::App* app, std::string& mode);
 ProgressMode apply_progress(const std::string& mode);
 
-// Fails early (before a long run) when the folder of an output file does not exist.
-void check_output_folder(const std::filesystem::path& out, const std::string& option);
+// --force: replace existing output files (atomically); inputs are never replaced.
+void add_force_flag(CLI::App* app, bool& force);
+// Before any work: an output file must not be an input, lie inside an input folder, exist
+// without --force, or sit in a missing folder (fsq::check_output_path). Empty `out`: no output.
+void check_output_file(const std::string& out, const std::string& option, const std::vector<std::filesystem::path>& inputs,
+                       bool force);
+// The same for an output folder, which must not exist or be empty.
+void check_output_folder(const std::string& out, const std::string& option,
+                         const std::vector<std::filesystem::path>& inputs);
 
 // "Examples:" footer text from lines of example command lines.
 std::string examples(std::initializer_list<const char*> lines);

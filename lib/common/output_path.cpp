@@ -1,0 +1,59 @@
+#include "common/output_path.h"
+
+#include "common/error.h"
+
+namespace fsq {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Absolute, with symlinks of the existing part resolved, so two spellings of one place compare equal.
+fs::path resolved(const fs::path& p) {
+  std::error_code ec;
+  fs::path r = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  return ec ? fs::absolute(p).lexically_normal() : r;
+}
+
+// True when `inner` is `outer` or lies below it (both resolved).
+bool is_within(const fs::path& inner, const fs::path& outer) {
+  auto o = outer.begin(), i = inner.begin();
+  for (; o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_output_path(const OutputRequest& out, const std::vector<fs::path>& inputs) {
+  const std::string where = out.option + " " + out.path.string();
+  const fs::path target = resolved(out.path);
+  std::error_code ec;
+  const bool exists = fs::exists(out.path, ec);
+  for (const fs::path& input : inputs) {
+    if (input.empty()) continue;
+    const fs::path source = resolved(input);
+    if (target == source || (exists && fs::equivalent(out.path, input, ec)))
+      throw Error(where, "is the same file as " + input.string() + ", which this command uses; choose another path");
+    if (fs::is_directory(input, ec) && is_within(target, source))
+      throw Error(where, "lies inside the input folder " + input.string() + "; choose a path outside it");
+    if (out.kind == OutputKind::Folder && is_within(source, target))
+      throw Error(where, "would contain the input " + input.string() + "; choose another output folder");
+  }
+  if (exists) {
+    if (out.kind == OutputKind::Folder) {
+      if (!fs::is_directory(out.path, ec)) throw Error(where, "exists and is not a folder; choose a new folder");
+      if (!fs::is_empty(out.path, ec)) throw Error(where, "exists and is not empty; choose a new folder or remove it");
+    } else if (fs::is_directory(out.path, ec)) {
+      throw Error(where, "is a folder; give a file path");
+    } else if (!out.replace_existing) {
+      throw Error(where, "already exists; pass --force to replace it");
+    }
+  }
+  const fs::path parent = target.parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw Error(where, "its folder does not exist: " + parent.string());
+}
+
+}  // namespace fsq
