@@ -32,8 +32,7 @@ int64_t checkpoint_bytes(const Checkpoint& ckpt) {
 
 // The prefix of a layer's tensor names ("model.layers.3"), from the architecture table.
 std::string layer_prefix(const ArchSpec& arch, int64_t layer) {
-  const std::string pattern = arch.input_norm.substr(0, arch.input_norm.find("{layer}") + 7);
-  return layer_name(pattern, layer);
+  return layer_name(arch.layer_prefix, layer);
 }
 
 // Tensors to write; `floats` owns the statistics' storage until the file is written.

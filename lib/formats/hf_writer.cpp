@@ -4,6 +4,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "formats/architectures.h"
 #include "formats/safetensors.h"
 #include "formats/tensor_convert.h"
 
@@ -42,7 +43,9 @@ nlohmann::json model_config_to_json(const ModelConfig& c) {
       {"tie_word_embeddings", c.tie_word_embeddings},
       {"torch_dtype", c.torch_dtype},
   };
-  if (c.model_type != "qwen2") j["attention_bias"] = c.attention_bias;
+  // Architectures that always have their biases (Qwen2) have no attention_bias key.
+  const ArchSpec* arch = find_arch_spec(c.architecture);
+  if (!arch || !arch->forced_attention_bias()) j["attention_bias"] = c.attention_bias;
   if (c.bos_token_id >= 0) j["bos_token_id"] = c.bos_token_id;
   if (c.eos_token_id >= 0) j["eos_token_id"] = c.eos_token_id;
   if (c.rope_scaling) {

@@ -10,23 +10,12 @@
 
 #include "common/error.h"
 #include "common/json_file.h"
+#include "formats/architectures.h"
 
 namespace fsq {
 namespace {
 
 using json = nlohmann::json;
-
-struct ArchInfo {
-  const char* architecture;
-  const char* model_type;
-  bool forced_attention_bias;  // Qwen2 always has q/k/v biases (its config has no key)
-};
-
-constexpr ArchInfo kArchitectures[] = {
-    {"LlamaForCausalLM", "llama", false},
-    {"MistralForCausalLM", "mistral", false},
-    {"Qwen2ForCausalLM", "qwen2", true},
-};
 
 // Typed accessors: a missing key or JSON null means "use the default".
 class Reader {
@@ -91,19 +80,14 @@ class Reader {
   const std::string& source_;
 };
 
-std::string supported_list() {
-  std::string s;
-  for (const auto& a : supported_architectures()) s += (s.empty() ? "" : ", ") + a;
-  return s;
-}
+std::string supported_list() { return join_names(supported_architectures()); }
 
-const ArchInfo& find_architecture(const json& j, const std::string& source) {
+const ArchSpec& find_architecture(const json& j, const std::string& source) {
   auto it = j.find("architectures");
   if (it == j.end() || !it->is_array() || it->empty() || !(*it)[0].is_string())
     throw Error(source, "key \"architectures\" must be a list naming one of: " + supported_list());
   const auto& name = (*it)[0].get_ref<const std::string&>();
-  for (const auto& a : kArchitectures)
-    if (name == a.architecture) return a;
+  if (const ArchSpec* a = find_arch_spec(name)) return *a;
   std::string shown = json(name).dump(-1, ' ', true, json::error_handler_t::replace);
   if (shown.size() > 80) shown = shown.substr(0, 80) + "...";
   throw Error(source, "unsupported architecture " + shown + " (supported: " + supported_list() + ")");
@@ -156,7 +140,7 @@ void require_positive(int64_t v, const char* key, const std::string& source) {
 const std::vector<std::string>& supported_architectures() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& a : kArchitectures) v.emplace_back(a.architecture);
+    for (const auto& a : all_arch_specs()) v.push_back(a.hf_name);
     return v;
   }();
   return names;
@@ -164,10 +148,10 @@ const std::vector<std::string>& supported_architectures() {
 
 ModelConfig parse_model_config(const json& j, const std::string& source) {
   if (!j.is_object()) throw Error(source, std::string("must be a JSON object, got ") + j.type_name());
-  const ArchInfo& arch = find_architecture(j, source);
+  const ArchSpec& arch = find_architecture(j, source);
   Reader r(j, source);
   ModelConfig c;
-  c.architecture = arch.architecture;
+  c.architecture = arch.hf_name;
   c.model_type = r.string("model_type", arch.model_type);
   c.hidden_size = r.integer("hidden_size", 0, true);
   c.intermediate_size = r.integer("intermediate_size", 0, true);
@@ -180,7 +164,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   c.rope_theta = r.number("rope_theta", c.rope_theta);
   c.rope_scaling = parse_rope_scaling(j, source);
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", c.tie_word_embeddings);
-  c.attention_bias = arch.forced_attention_bias || r.boolean("attention_bias", false);
+  c.attention_bias = arch.forced_attention_bias() || r.boolean("attention_bias", false);
   // transformers >= 4.56 writes "dtype"; older configs "torch_dtype".
   c.torch_dtype = r.string("torch_dtype", r.string("dtype", c.torch_dtype));
   c.bos_token_id = r.first_id("bos_token_id");

@@ -1,5 +1,4 @@
-// config.json -> ModelConfig for the LLaMA family (LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM).
+// config.json -> ModelConfig for the architectures of formats/architectures.h.
 #pragma once
 
 #include <cstdint>
@@ -35,13 +34,14 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   std::optional<RopeScaling> rope_scaling;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v biases (always true for Qwen2)
+  bool attention_bias = false;  // config.json attention_bias, or true where the architecture forces biases
   std::string torch_dtype = "float32";
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
   std::optional<int64_t> sliding_window;  // Mistral; recorded, not applied
 };
 
+// HF architecture names of the table in formats/architectures.h, in its order.
 const std::vector<std::string>& supported_architectures();
 
 // Validates fields (positive sizes, heads divide hidden, kv heads divide heads, ...);

@@ -40,9 +40,8 @@ at::Tensor search_subset(const at::Tensor& x, bool whole_windows, int64_t max_to
 // The group's block output for candidate weights, `batch` windows at a time.
 BlockForward block_forward(const DecoderLayer& layer, const LinearGroup& group, const at::Tensor& x,
                            const PassContext& ctx) {
-  if (group.block == "linear") return concatenated_linear_outputs(flat(x));
-  const bool attention = group.block == "attention";
-  if (!attention && group.block != "mlp") throw Error("awq", "unknown block kind " + quote_name(group.block));
+  if (group.block == BlockKind::kLinear) return concatenated_linear_outputs(flat(x));
+  const bool attention = group.block == BlockKind::kAttention;
   return [&layer, &group, x, &ctx, attention](const std::vector<at::Tensor>& weights) {
     DecoderLayer candidate;
     for (const auto& spec : ctx.arch.linears) {
@@ -62,8 +61,8 @@ BlockForward block_forward(const DecoderLayer& layer, const LinearGroup& group, 
 }
 
 at::Tensor& norm_of(DecoderLayer& layer, const ArchSpec& arch, const std::string& pattern) {
-  if (pattern == arch.input_norm) return layer.input_norm;
-  if (pattern == arch.post_attn_norm) return layer.post_attn_norm;
+  if (pattern == arch.input_norm.hf) return layer.input_norm;
+  if (pattern == arch.post_attn_norm.hf) return layer.post_attn_norm;
   throw Error("awq", "no layer norm matches " + quote_name(pattern));
 }
 
@@ -90,7 +89,7 @@ nlohmann::json AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, c
     std::vector<at::Tensor> weights;
     for (const auto& role : group.roles) weights.push_back(dense(layer, role).weight().to(at::kFloat));
     const UniformQuant q = ctx.quant_for(x.size(-1));
-    const at::Tensor xs = search_subset(x, group.block == "attention", ctx.search_tokens);
+    const at::Tensor xs = search_subset(x, group.block == BlockKind::kAttention, ctx.search_tokens);
     ScaleSearchResult found =
         awq_search_scales(x2, weights, q, block_forward(layer, group, xs, ctx), options_.scale);
     const at::Tensor& s = found.scales;
@@ -118,7 +117,7 @@ nlohmann::json AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, c
   if (options_.search_clip) {
     for (const LinearGroup& group : ctx.arch.groups) {
       for (const auto& role : group.roles) {
-        if (role == "q_proj" || role == "k_proj") continue;  // see awq_pass.h
+        if (ctx.arch.linear(role).rotary_output) continue;  // see awq_pass.h
         const DenseLinear& d = dense(layer, role);
         at::Tensor w = d.weight().to(at::kFloat);
         const UniformQuant q = ctx.quant_for(w.size(1));

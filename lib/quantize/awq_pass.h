@@ -3,8 +3,8 @@
 // whole attention), o_proj after v_proj (only when v's outputs are o's inputs one to one, i.e.
 // no grouped-query sharing), gate/up after the post-attention RMSNorm (block output: the MLP),
 // down_proj after up_proj. All scales are searched on the fp layer and folded, then the clip
-// search runs on every linear except q/k (their error shows in attention scores, which
-// output MSE of a linear does not see).
+// search runs on every linear except the rotary_output ones, q/k (their error shows in
+// attention scores, which output MSE of a linear does not see).
 #pragma once
 
 #include "quantize/awq_search.h"

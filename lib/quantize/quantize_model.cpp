@@ -240,8 +240,8 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       packed.dense.push_back({name, original.dtype, original.shape, rewritten.back()});
       from_layers.insert(name);
     };
-    add_vector(layer_name(arch.input_norm, i), stored.vectors.at("input_norm"));
-    add_vector(layer_name(arch.post_attn_norm, i), stored.vectors.at("post_attn_norm"));
+    add_vector(layer_name(arch.input_norm.hf, i), stored.vectors.at("input_norm"));
+    add_vector(layer_name(arch.post_attn_norm.hf, i), stored.vectors.at("post_attn_norm"));
     for (auto& [role, matrix] : stored.linears) {
       const std::string base = layer_name(arch.linear(role).pattern, i);
       if (auto b = stored.vectors.find(role + ".bias"); b != stored.vectors.end()) add_vector(base + ".bias", b->second);

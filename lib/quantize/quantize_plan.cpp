@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "formats/architectures.h"
 #include "formats/checkpoint.h"
 #include "formats/quant/quant_types.h"
-#include "runtime/arch_spec.h"
 
 namespace fsq {
 namespace {

@@ -53,7 +53,8 @@ class Loader {
     }
     at::Tensor w = get(base + ".weight", {out, in});
     std::optional<at::Tensor> b;
-    if (spec.bias || (attention_bias && spec.bias_if_attention_bias)) b = get(base + ".bias", {out});
+    if (spec.bias == BiasRule::kAlways || (attention_bias && spec.bias == BiasRule::kIfAttentionBias))
+      b = get(base + ".bias", {out});
     return std::make_unique<DenseLinear>(std::move(w), std::move(b));
   }
 
@@ -77,8 +78,8 @@ DecoderLayer load_decoder_layer(Loader& load, const ModelConfig& c, const ArchSp
   const int64_t q_out = c.num_heads * D, kv_out = c.num_kv_heads * D;
   const bool ab = c.attention_bias;
   DecoderLayer L;
-  L.input_norm = load.get(layer_name(a.input_norm, i), {H});
-  L.post_attn_norm = load.get(layer_name(a.post_attn_norm, i), {H});
+  L.input_norm = load.get(layer_name(a.input_norm.hf, i), {H});
+  L.post_attn_norm = load.get(layer_name(a.post_attn_norm.hf, i), {H});
   L.q = load.linear(a.linear("q_proj"), i, q_out, H, ab);
   L.k = load.linear(a.linear("k_proj"), i, kv_out, H, ab);
   L.v = load.linear(a.linear("v_proj"), i, kv_out, H, ab);
@@ -103,12 +104,12 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
   Loader load(ckpt, opts, packed);
 
   const int64_t H = c.hidden_size;
-  m->embed_ = load.get(a.embed, {c.vocab_size, H});
-  m->final_norm_ = load.get(a.final_norm, {H});
+  m->embed_ = load.get(a.embed.hf, {c.vocab_size, H});
+  m->final_norm_ = load.get(a.final_norm.hf, {H});
   if (c.tie_word_embeddings) {
     m->lm_head_ = std::make_unique<DenseLinear>(m->embed_, std::nullopt);
   } else {
-    m->lm_head_ = std::make_unique<DenseLinear>(load.get(a.lm_head, {c.vocab_size, H}), std::nullopt);
+    m->lm_head_ = std::make_unique<DenseLinear>(load.get(a.lm_head.hf, {c.vocab_size, H}), std::nullopt);
   }
   if (with_layers) {
     m->layers_.reserve(static_cast<size_t>(c.num_layers));

@@ -14,7 +14,7 @@
 
 #include "formats/checkpoint.h"
 #include "formats/model_config.h"
-#include "runtime/arch_spec.h"
+#include "formats/architectures.h"
 #include "runtime/linear.h"
 
 namespace fsq {

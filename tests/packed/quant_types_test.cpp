@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "common/error.h"
@@ -83,6 +84,19 @@ TEST(QuantTypes, BitsPerWeightByHand) {
 TEST(QuantTypes, BitsPerWeightRejectsColsOffTheGroupGrid) {
   EXPECT_THROW(bits_per_weight(find_uniform_quant("w4g128a"), 100), Error);
   EXPECT_THROW(bits_per_weight(find_uniform_quant("w4pca"), 0), Error);
+}
+
+TEST(QuantTypes, SupportedBitsAndGroupSizesComeFromTheTable) {
+  EXPECT_EQ(supported_bits(), (std::vector<int>{2, 3, 4, 8}));
+  EXPECT_EQ(supported_group_sizes(), (std::vector<int64_t>{32, 64, 128, 0}));
+  EXPECT_EQ(supported_bits_text(), "2, 3, 4, 8");
+  EXPECT_EQ(supported_group_sizes_text(), "32, 64, 128, 0 = per-channel");
+  for (const UniformQuantType& t : uniform_quant_types()) {
+    EXPECT_NE(std::find(supported_bits().begin(), supported_bits().end(), t.quant.bits), supported_bits().end());
+    EXPECT_NO_THROW(validate_uniform_quant(t.quant));
+  }
+  EXPECT_THROW(validate_bits(5, "test"), Error);
+  EXPECT_THROW(validate_uniform_quant({4, 16, false}), Error);
 }
 
 }  // namespace

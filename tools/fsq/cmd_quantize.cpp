@@ -77,10 +77,10 @@ Command add_quantize_command(CLI::App& root) {
   app->add_option("--model", f->model, "Hugging Face checkpoint folder")->required()->check(CLI::ExistingPath);
   app->add_option("--out", f->out, "packed checkpoint folder to create")->required();
   app->add_option("--method", f->method, "quantizer pass")->capture_default_str()->check(CLI::IsMember(method_names()));
-  app->add_option("--bits", f->bits, "bits per weight")->capture_default_str()->check(CLI::IsMember({2, 3, 4, 8}));
+  app->add_option("--bits", f->bits, "bits per weight")->capture_default_str()->check(CLI::IsMember(supported_bits()));
   app->add_option("--group-size", f->group_size, "input columns per scale (0: one group per output channel)")
       ->capture_default_str()
-      ->check(CLI::IsMember({0, 32, 64, 128}));
+      ->check(CLI::IsMember(supported_group_sizes()));
   app->add_flag("--sym", f->symmetric, "symmetric quantization (no zero points)");
   app->add_option("--calib-data", f->calib_data, "calibration text for awq: .txt, folder of .txt, or .jsonl with \"text\"")
       ->check(CLI::ExistingPath);

@@ -2,50 +2,21 @@
 
 #include <charconv>
 #include <cstdlib>
-#include <map>
-#include <regex>
 
 #include "common/error.h"
 #include "common/sha256.h"
+#include "formats/architectures.h"
 #include "formats/gguf/dequantize.h"
 #include "formats/gguf/gguf_reader.h"
 
 namespace fsq {
 namespace {
 
-struct ArchNames {
-  const char* gguf;           // general.architecture
-  const char* hf;             // HF class name
-  const char* model_type;
-  bool qk_permuted;           // llama.cpp's converter permuted Q/K rows (LLaMA "normal" RoPE)
-  bool qkv_bias;
-};
-
-constexpr ArchNames kArchitectures[] = {
-    {"llama", "LlamaForCausalLM", "llama", true, false},
-    {"qwen2", "Qwen2ForCausalLM", "qwen2", false, true},
-};
-
-const ArchNames& arch_names(const GgufFile& g) {
+const ArchSpec& arch_of(const GgufFile& g) {
   const std::string& arch = g.require_string("general.architecture");
-  std::string names;
-  for (const auto& a : kArchitectures) {
-    if (arch == a.gguf) return a;
-    names += (names.empty() ? "" : ", ") + std::string(a.gguf);
-  }
-  throw Error(g.name(), "general.architecture '" + arch + "' is not supported; supported: " + names);
-}
-
-// Per-block tensor suffixes, llama.cpp -> HF.
-const std::map<std::string, std::string>& block_names() {
-  static const std::map<std::string, std::string> m = {
-      {"attn_norm", "input_layernorm"},   {"ffn_norm", "post_attention_layernorm"},
-      {"attn_q", "self_attn.q_proj"},     {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},     {"attn_output", "self_attn.o_proj"},
-      {"ffn_gate", "mlp.gate_proj"},      {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"},
-  };
-  return m;
+  if (const ArchSpec* a = find_gguf_arch_spec(arch)) return *a;
+  throw Error(g.name(), "general.architecture '" + arch +
+                            "' is not supported; supported: " + join_names(supported_gguf_architectures()));
 }
 
 // llama.cpp stores each head's rows as interleaved pairs (2j, 2j+1); HF keeps the halves
@@ -78,10 +49,10 @@ bool is_gguf_path(const std::filesystem::path& path) {
 }
 
 ModelConfig model_config_from_gguf(const GgufFile& g) {
-  const ArchNames& a = arch_names(g);
-  const std::string p = std::string(a.gguf) + ".";
+  const ArchSpec& a = arch_of(g);
+  const std::string p = a.gguf_arch + ".";
   ModelConfig c;
-  c.architecture = a.hf;
+  c.architecture = a.hf_name;
   c.model_type = a.model_type;
   c.num_layers = static_cast<int64_t>(g.get_u64(p + "block_count"));
   c.hidden_size = static_cast<int64_t>(g.get_u64(p + "embedding_length"));
@@ -105,48 +76,38 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   }
   if (g.find_tensor("rope_freqs.weight"))
     throw Error(g.name(), "tensor 'rope_freqs.weight' (llama3 RoPE scaling) is not supported yet");
-  const GgufTensorInfo* embd = g.find_tensor("token_embd.weight");
-  if (!embd) throw Error(g.name(), "missing tensor 'token_embd.weight'");
+  const GgufTensorInfo* embd = g.find_tensor(a.embed.gguf);
+  if (!embd) throw Error(g.name(), "missing tensor '" + a.embed.gguf + "'");
   c.vocab_size = embd->shape()[0];
-  c.tie_word_embeddings = g.find_tensor("output.weight") == nullptr;
-  c.attention_bias = a.qkv_bias;
+  c.tie_word_embeddings = g.find_tensor(a.lm_head.gguf) == nullptr;
+  c.attention_bias = a.forced_attention_bias();
   c.torch_dtype = "float32";
   if (g.find("tokenizer.ggml.bos_token_id")) c.bos_token_id = g.get_i64("tokenizer.ggml.bos_token_id");
   if (g.find("tokenizer.ggml.eos_token_id")) c.eos_token_id = g.get_i64("tokenizer.ggml.eos_token_id");
   return c;
 }
 
-std::string hf_tensor_name(const std::string& name, const std::string& source) {
-  static const std::map<std::string, std::string> globals = {
-      {"token_embd.weight", "model.embed_tokens.weight"},
-      {"output_norm.weight", "model.norm.weight"},
-      {"output.weight", "lm_head.weight"},
-  };
-  if (auto it = globals.find(name); it != globals.end()) return it->second;
-  static const std::regex block(R"(blk\.(\d+)\.([a-z_]+)\.(weight|bias))");
-  std::smatch m;
-  if (std::regex_match(name, m, block)) {
-    auto it = block_names().find(m[2]);
-    if (it != block_names().end()) return "model.layers." + m[1].str() + "." + it->second + "." + m[3].str();
-  }
-  throw Error(source, "tensor '" + name + "' has no Hugging Face counterpart that fsq knows");
+std::string hf_tensor_name(const ArchSpec& arch, const std::string& name, const std::string& source,
+                           const LinearSpec** linear) {
+  std::string hf = arch.hf_name_of_gguf(name, linear);
+  if (hf.empty()) throw Error(source, "tensor '" + name + "' has no Hugging Face counterpart that fsq knows");
+  return hf;
 }
 
 Checkpoint checkpoint_from_gguf(const std::filesystem::path& path) {
   auto g = GgufFile::open(path);
   ModelConfig cfg = model_config_from_gguf(*g);
-  const bool permuted = arch_names(*g).qk_permuted;
+  const ArchSpec& arch = arch_of(*g);
   OwnedTensors owned;
   owned.buffers.reserve(g->tensors().size());
   for (const GgufTensorInfo& t : g->tensors()) {
-    const std::string hf = hf_tensor_name(t.name, path.string());
+    const LinearSpec* linear = nullptr;
+    const std::string hf = hf_tensor_name(arch, t.name, path.string(), &linear);
     std::vector<float> values(static_cast<size_t>(t.n_elements));
     dequantize_row(t.type, t.data, values.data(), t.n_elements);
     const auto shape = t.shape();
-    const bool is_q = hf.find("self_attn.q_proj.") != std::string::npos;
-    const bool is_k = hf.find("self_attn.k_proj.") != std::string::npos;
-    if (permuted && (is_q || is_k)) {
-      const int64_t heads = is_q ? cfg.num_heads : cfg.num_kv_heads;
+    if (arch.gguf_qk_permuted && linear && linear->rotary_output) {
+      const int64_t heads = linear->heads == OutputHeads::kQuery ? cfg.num_heads : cfg.num_kv_heads;
       const int64_t cols = shape.size() == 2 ? shape[1] : 1;
       if (shape[0] != heads * cfg.head_dim)
         throw Error(path.string(), "tensor '" + t.name + "' has " + std::to_string(shape[0]) + " rows, expected " +

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "formats/architectures.h"
 #include "formats/checkpoint.h"
 #include "formats/model_config.h"
 
@@ -20,9 +21,11 @@ bool is_gguf_path(const std::filesystem::path& path);  // an existing regular fi
 // architecture, or inconsistent sizes.
 ModelConfig model_config_from_gguf(const GgufFile& gguf);
 
-// HF tensor name for a llama.cpp tensor name ("blk.3.attn_q.weight" ->
-// "model.layers.3.self_attn.q_proj.weight"); throws for names fsq does not know.
-std::string hf_tensor_name(const std::string& gguf_name, const std::string& source);
+// HF tensor name for a llama.cpp tensor name of `arch` ("blk.3.attn_q.weight" ->
+// "model.layers.3.self_attn.q_proj.weight"); throws for names fsq does not know. Sets
+// *linear (when given) to the linear whose weight or bias it is, else nullptr.
+std::string hf_tensor_name(const ArchSpec& arch, const std::string& gguf_name, const std::string& source,
+                           const LinearSpec** linear = nullptr);
 
 // Opens, validates, dequantizes and renames; weights_sha256() is the GGUF file's sha256.
 Checkpoint checkpoint_from_gguf(const std::filesystem::path& path);

@@ -5,16 +5,12 @@
 #include <string>
 
 #include "common/error.h"
+#include "formats/quant/quant_types.h"
 
 namespace fsq {
 namespace {
 
 constexpr int64_t kWordBits = 32;
-
-void check_bits(int bits, const char* where) {
-  if (bits != 2 && bits != 3 && bits != 4 && bits != 8)
-    throw Error(where, "unsupported bits " + std::to_string(bits) + " (valid: 2, 3, 4, 8)");
-}
 
 void check_shape(int64_t rows, int64_t cols, const char* where) {
   if (rows < 0 || cols < 0)
@@ -24,14 +20,14 @@ void check_shape(int64_t rows, int64_t cols, const char* where) {
 }  // namespace
 
 int64_t packed_words_per_row(int bits, int64_t cols) {
-  check_bits(bits, "packed_words_per_row");
+  validate_bits(bits, "packed_words_per_row");
   check_shape(0, cols, "packed_words_per_row");
   return (cols * bits + kWordBits - 1) / kWordBits;
 }
 
 std::vector<uint32_t> pack_rows(std::span<const uint8_t> codes, int64_t rows, int64_t cols, int bits) {
   const char* where = "pack_rows";
-  check_bits(bits, where);
+  validate_bits(bits, where);
   check_shape(rows, cols, where);
   if (codes.size() != static_cast<size_t>(rows * cols))
     throw Error(where, "code count does not match the shape", std::to_string(rows * cols),
@@ -58,7 +54,7 @@ std::vector<uint32_t> pack_rows(std::span<const uint8_t> codes, int64_t rows, in
 
 std::vector<uint8_t> unpack_rows(std::span<const uint32_t> words, int64_t rows, int64_t cols, int bits) {
   const char* where = "unpack_rows";
-  check_bits(bits, where);
+  validate_bits(bits, where);
   check_shape(rows, cols, where);
   const int64_t words_per_row = packed_words_per_row(bits, cols);
   if (words.size() != static_cast<size_t>(rows * words_per_row))

@@ -1,4 +1,5 @@
-// Bit packing of quantization codes (2, 3, 4 or 8 bits) into uint32 words.
+// Bit packing of quantization codes (the registry's widths, supported_bits() in
+// quant_types.h) into uint32 words.
 //
 // Each row is an independent little-endian bit stream: code j of a row occupies bits
 // [j*bits, (j+1)*bits) of the stream, bit 0 being the least significant bit of the row's

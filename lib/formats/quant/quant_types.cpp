@@ -1,5 +1,7 @@
 #include "formats/quant/quant_types.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 
 namespace fsq {
@@ -7,6 +9,18 @@ namespace {
 
 constexpr int kScaleBits = 16;     // fp16 scale per group
 constexpr int kZeroPointBits = 8;  // uint8 zero point per group (asymmetric only)
+
+template <typename T>
+bool contains(const std::vector<T>& v, T x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+template <typename T>
+std::string join(const std::vector<T>& v) {
+  std::string s;
+  for (T x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return s;
+}
 
 }  // namespace
 
@@ -46,12 +60,47 @@ const UniformQuant& find_uniform_quant(std::string_view name, const std::string&
   throw Error(where, "unknown quant type " + quote_name(name) + " (valid: " + valid + ")");
 }
 
+const std::vector<int>& supported_bits() {
+  static const std::vector<int> bits = [] {
+    std::vector<int> v;
+    for (const UniformQuantType& t : uniform_quant_types())
+      if (!contains(v, t.quant.bits)) v.push_back(t.quant.bits);
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return bits;
+}
+
+const std::vector<int64_t>& supported_group_sizes() {
+  static const std::vector<int64_t> sizes = [] {
+    std::vector<int64_t> v;
+    for (const UniformQuantType& t : uniform_quant_types())
+      if (!contains(v, t.quant.group_size)) v.push_back(t.quant.group_size);
+    // Ascending, with 0 (per-channel: the whole row) last.
+    std::sort(v.begin(), v.end(), [](int64_t a, int64_t b) { return (a == 0 ? INT64_MAX : a) < (b == 0 ? INT64_MAX : b); });
+    return v;
+  }();
+  return sizes;
+}
+
+std::string supported_bits_text() { return join(supported_bits()); }
+
+std::string supported_group_sizes_text() {
+  std::string s = join(supported_group_sizes());
+  if (contains(supported_group_sizes(), int64_t{0})) s += " = per-channel";
+  return s;
+}
+
+void validate_bits(int bits, const std::string& where) {
+  if (!contains(supported_bits(), bits))
+    throw Error(where, "unsupported bits " + std::to_string(bits) + " (valid: " + supported_bits_text() + ")");
+}
+
 void validate_uniform_quant(const UniformQuant& q, const std::string& where) {
-  if (q.bits != 2 && q.bits != 3 && q.bits != 4 && q.bits != 8)
-    throw Error(where, "unsupported bits " + std::to_string(q.bits) + " (valid: 2, 3, 4, 8)");
-  if (q.group_size != 0 && q.group_size != 32 && q.group_size != 64 && q.group_size != 128)
+  validate_bits(q.bits, where);
+  if (!contains(supported_group_sizes(), q.group_size))
     throw Error(where, "unsupported group size " + std::to_string(q.group_size) +
-                           " (valid: 32, 64, 128, 0 = per-channel)");
+                           " (valid: " + supported_group_sizes_text() + ")");
 }
 
 std::string uniform_quant_name(const UniformQuant& q) {
@@ -75,11 +124,12 @@ double bits_per_weight(const UniformQuant& q, int64_t cols) {
 }
 
 UniformQuant quant_for_columns(const UniformQuant& requested, int64_t cols) {
-  static constexpr int64_t kGroupSizesDescending[] = {128, 64, 32};
   UniformQuant q = requested;
   if (q.group_size == 0 || cols % q.group_size == 0) return q;
-  for (int64_t g : kGroupSizesDescending) {
-    if (g < requested.group_size && cols % g == 0) {
+  const std::vector<int64_t>& sizes = supported_group_sizes();
+  for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {  // largest first
+    const int64_t g = *it;
+    if (g != 0 && g < requested.group_size && cols % g == 0) {
       q.group_size = g;
       return q;
     }

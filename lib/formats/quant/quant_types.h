@@ -26,8 +26,19 @@ const std::vector<UniformQuantType>& uniform_quant_types();
 // The type called `name`. Throws fsq::Error(where, ...) listing the valid names otherwise.
 const UniformQuant& find_uniform_quant(std::string_view name, const std::string& where = "quant type");
 
-// Throws fsq::Error(where, ...) unless bits is 2/3/4/8 and group_size is 0/32/64/128.
+// The bit widths and group sizes of the registry's types, in table order: bits ascending
+// (2, 3, 4, 8), group sizes ascending with 0 (per-channel) last (32, 64, 128, 0).
+const std::vector<int>& supported_bits();
+const std::vector<int64_t>& supported_group_sizes();
+// The same for messages and help text: "2, 3, 4, 8" and "32, 64, 128, 0 = per-channel".
+std::string supported_bits_text();
+std::string supported_group_sizes_text();
+
+// Throws fsq::Error(where, ...) unless bits and group_size are supported_bits() and
+// supported_group_sizes() values.
 void validate_uniform_quant(const UniformQuant& q, const std::string& where = "quant type");
+// Throws fsq::Error(where, ...) unless bits is one of supported_bits().
+void validate_bits(int bits, const std::string& where);
 
 // The registry name of a valid `q` (validates first).
 std::string uniform_quant_name(const UniformQuant& q);
