@@ -1,4 +1,4 @@
-// The dequantizers against an independent implementation: tests/gguf/data/
+// The dequantizers against an independent implementation: tests/formats/gguf/data/
 // dequant_golden.gguf holds random ggml blocks and gguf-py's dequantization of them
 // (written by make_golden.py with gguf-py's own GGUFWriter, so this also reads a file
 // from a third-party writer). The float math is the same sequence, so results must be
@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kGolden = fs::path(FSQ_SOURCE_DIR) / "tests" / "gguf" / "data" / "dequant_golden.gguf";
+const fs::path kGolden = fs::path(FSQ_SOURCE_DIR) / "tests" / "formats" / "gguf" / "data" / "dequant_golden.gguf";
 const std::string kSuffix = ".expected";
 
 TEST(DequantizeGolden, MatchesGgufPyBitForBit) {

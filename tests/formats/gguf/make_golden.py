@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/gguf/data/dequant_golden.gguf: an independent reference for the C++
+"""Writes tests/formats/gguf/data/dequant_golden.gguf: an independent reference for the C++
 dequantizers. For each ggml type, a tensor "<type>" holds seeded random blocks (plus an
 all-zero and an all-ones-bits block) and "<type>.expected" (F32) holds gguf-py's own
 dequantization of those bytes. The file is written by gguf-py's GGUFWriter, so reading it

@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "formats/packed_checkpoint.h"
-#include "uniform_test_support.h"
+#include "cpu/uniform_test_support.h"
 
 namespace fsq {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "../packed/packed_test_support.h"
+#include "../quant/packed_test_support.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/quant_types.h"
 

@@ -11,7 +11,7 @@
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
-#include "packed_test_support.h"
+#include "quant/packed_test_support.h"
 
 namespace fsq {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../formats/test_support.h"
+#include "../test_support.h"
 #include "formats/quant/uniform_reference.h"
 
 namespace fsq::test {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../packed/packed_test_support.h"
+#include "../../formats/quant/packed_test_support.h"
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
 #include "formats/quant/uniform_reference.h"
