@@ -8,6 +8,7 @@
 #include "calib/layer_stream.h"
 #include "formats/checkpoint.h"
 #include "runtime/model.h"
+#include "temp_dir.h"
 #include "tiny_model.h"
 
 namespace fsq {

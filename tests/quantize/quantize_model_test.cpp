@@ -6,10 +6,12 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "common/sha256.h"
 #include "formats/checkpoint.h"
 #include "formats/packed_checkpoint.h"
+#include "fixtures.h"
+#include "folder_digest.h"
 #include "quantize/quantize_model.h"
+#include "temp_dir.h"
 #include "tiny_model.h"
 
 namespace fsq {
@@ -30,7 +32,7 @@ struct Fixture {
     spec.max_positions = 256;
     testing::write_tiny_model(model, spec);
     if (tokenizer) {
-      const fs::path stories = fs::path(FSQ_SHARED_DIR) / "models" / "stories260K";
+      const fs::path stories = testing::stories260k_dir();
       for (const char* f : {"tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"})
         fs::copy_file(stories / f, model / f);
       std::ofstream(dir / "calib.txt")
@@ -68,16 +70,7 @@ bool mentions(const std::vector<std::string>& lines, const std::string& what) {
   return false;
 }
 
-std::string folder_digest(const fs::path& dir) {
-  std::string all;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) all += f.filename().string() + " " + sha256_file(f) + "\n";
-  return all;
-}
-
-bool stories_present() { return fs::exists(fs::path(FSQ_SHARED_DIR) / "models" / "stories260K" / "tokenizer.model"); }
+using testing::folder_digest;
 
 TEST(QuantizePipeline, RtnEqualsTheScalarReferenceOnEveryLinear) {
   set_threads(1);
@@ -140,7 +133,7 @@ TEST(QuantizePipeline, DryRunWritesNothingAndTheMemoryLimitRefuses) {
 }
 
 TEST(QuantizePipeline, ResumedRunWritesTheSameBytesAndChangedOptionsStartOver) {
-  if (!stories_present()) GTEST_SKIP() << "needs the stories260K tokenizer under " FSQ_SHARED_DIR;
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
   set_threads(1);
   Fixture fx("resume", 96, /*tokenizer=*/true);
   lines_of(fx.config("whole", "awq"));
@@ -171,7 +164,7 @@ TEST(QuantizePipeline, ResumedRunWritesTheSameBytesAndChangedOptionsStartOver) {
 // Layer 0 sees the embeddings either way; later layers are calibrated on the outputs of the
 // quantized layers before them unless fp inputs are asked for (AutoAWQ's choice).
 TEST(QuantizePipeline, QuantizedLayerInputsChangeOnlyLaterLayers) {
-  if (!stories_present()) GTEST_SKIP() << "needs the stories260K tokenizer under " FSQ_SHARED_DIR;
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
   set_threads(1);
   Fixture fx("layer-inputs", 96, /*tokenizer=*/true);
   auto quantized = fx.config("quantized", "awq");

@@ -1,7 +1,7 @@
 // fsq on SmolLM2-135M against transformers on the same GGUF (tests/data/smollm2/reference/
 // reference.json, written by scripts/golden/make_smollm2_reference.sh): logits of three
 // prompts, 32-token greedy continuations, and the NLL of the first perplexity windows.
-// Skipped when the GGUF has not been fetched.
+// Skipped (failed under CI) when the GGUF or reference.json is absent.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 #include "formats/tokenizer.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
+#include "text_files.h"
 
 namespace fsq {
 namespace {
@@ -44,7 +45,8 @@ class SmolLM2Reference : public ::testing::Test {
   }
   void SetUp() override {
     FSQ_REQUIRE_SMOLLM2();
-    if (!reference_) GTEST_SKIP() << reference_path() << " absent";
+    FSQ_REQUIRE_FIXTURE(reference_path(), "run scripts/golden/make_smollm2_reference.sh");
+    ASSERT_NE(reference_, nullptr);
   }
   static inline nlohmann::json* reference_ = nullptr;
   static inline Checkpoint* checkpoint_ = nullptr;
@@ -89,9 +91,8 @@ TEST_F(SmolLM2Reference, FirstPerplexityWindowsMatchTransformers) {
   const auto& ppl = (*reference_)["perplexity"];
   const int64_t seq_len = ppl["seq_len"].get<int64_t>();
   const auto sums = ppl["protocols"]["gptq"]["window_nll_sums"].get<std::vector<double>>();
-  std::ifstream in(fs::path(FSQ_SHARED_DIR) / "data/tinystories/tinystories_val.txt", std::ios::binary);
-  if (!in) GTEST_SKIP() << "tinystories_val.txt absent";
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  FSQ_REQUIRE_FIXTURE(testing::tinystories_val(), testing::kHowToStageShared);
+  const std::string text = testing::read_file(testing::tinystories_val());
   const auto tok = load_tokenizer(testing::smollm2_gguf());
   const auto ids32 = tok->encode_default(text);
   ASSERT_EQ(static_cast<int64_t>(ids32.size()), ppl["total_tokens"].get<int64_t>());

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "fixtures.h"
 #include "formats/checkpoint.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -14,13 +15,12 @@ namespace {
 constexpr double kLogitTolerance = 1e-4;      // issue: per-position logits within 1e-4
 constexpr double kLogitSumTolerance = 2e-3;   // sum of 512 fp32 logits vs the fp64 reference
 
-std::filesystem::path model_dir() { return std::filesystem::path(FSQ_SHARED_DIR) / "models" / "stories260K"; }
+std::filesystem::path model_dir() { return testing::stories260k_dir(); }
 
 class Stories260K : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(model_dir() / "model.safetensors"))
-      GTEST_SKIP() << "shared fixture absent: " << model_dir() << " (skipping real-model checks)";
+    FSQ_REQUIRE_FIXTURE(model_dir() / "model.safetensors", testing::kHowToStageShared);
     set_threads(0);
     model_ = LlamaModel::load(Checkpoint::open(model_dir()), RuntimeOptions{});
   }

@@ -7,8 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
+
+#include "temp_dir.h"
 
 namespace fsq::test {
 
@@ -99,21 +100,10 @@ class GgufBuilder {
   uint64_t n_kv_ = 0, n_tensors_ = 0;
 };
 
-// A scratch file removed on destruction.
+// A scratch file in its own TempDir, removed on destruction.
 class TempFile {
  public:
-  explicit TempFile(const std::string& name) {
-    static int counter = 0;
-    dir_ = fs::temp_directory_path() / ("fsq-gguf-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(dir_);
-    path_ = dir_ / name;
-  }
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
+  explicit TempFile(const std::string& name) : dir_("fsq-gguf-test"), path_(dir_ / name) {}
 
   const fs::path& write(const std::string& bytes) const {
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
@@ -123,7 +113,8 @@ class TempFile {
   const fs::path& path() const { return path_; }
 
  private:
-  fs::path dir_, path_;
+  ::fsq::testing::TempDir dir_;
+  fs::path path_;
 };
 
 }  // namespace fsq::test

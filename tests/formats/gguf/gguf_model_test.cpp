@@ -9,6 +9,7 @@
 #include "formats/checkpoint.h"
 #include "gguf_builder.h"
 #include "runtime/model.h"
+#include "temp_dir.h"
 #include "tiny_model.h"
 
 namespace fsq {

@@ -1,7 +1,7 @@
 // Tokenizers built from GGUF metadata (load_gguf_tokenizer): a hand-made tiny GGUF whose ids
 // are derived by hand, malformed metadata, and the real SmolLM2-135M-Instruct GGUF against
-// tests/data/smollm2/golden.json (scripts/golden/make_smollm2_golden.sh), skipped when the
-// model has not been fetched (scripts/fetch-model.sh smollm2-135m).
+// tests/data/smollm2/golden.json (scripts/golden/make_smollm2_golden.sh), skipped (failed
+// under CI) when the model has not been fetched (scripts/fetch-model.sh smollm2-135m).
 #include <cstdlib>
 #include <cstring>
 
@@ -80,7 +80,7 @@ struct Loaded {
   std::unique_ptr<Tokenizer> tok;
 };
 
-Loaded load(const ScratchDir& dir, const TinyGguf& g, const std::string& name = "tiny.gguf") {
+Loaded load(const TempDir& dir, const TinyGguf& g, const std::string& name = "tiny.gguf") {
   write_file(dir / name, g.bytes());
   Loaded l;
   l.file = GgufFile::open(dir / name);
@@ -91,7 +91,7 @@ Loaded load(const ScratchDir& dir, const TinyGguf& g, const std::string& name = 
 using Ids = std::vector<int32_t>;
 
 TEST(GgufTokenizer, TinySmollmEncodesAsDerivedByHand) {
-  ScratchDir dir;
+  TempDir dir;
   const Loaded l = load(dir, tiny("smollm"));
   const Tokenizer& t = *l.tok;
   EXPECT_EQ(t.kind(), "bpe");
@@ -115,7 +115,7 @@ TEST(GgufTokenizer, TinySmollmEncodesAsDerivedByHand) {
 }
 
 TEST(GgufTokenizer, PreNameSelectsThePreTokenizer) {
-  ScratchDir dir;
+  TempDir dir;
   // GPT-2 regex: " 12" stays one word, "1 2" (rank 9) beats "Ġ 1" (rank 10).
   for (const std::string pre : {"gpt2", "default"})
     EXPECT_EQ(load(dir, tiny(pre)).tok->encode(" 12 3"), (Ids{kSpace, kTwelve, kSpace, kThree})) << pre;
@@ -136,7 +136,7 @@ TEST(GgufTokenizer, PreNameSelectsThePreTokenizer) {
 }
 
 TEST(GgufTokenizer, Sha256DescribesTheTokenizerNotTheFile) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string a = load(dir, tiny("smollm"), "a.gguf").tok->sha256();
   const std::string b = load(dir, tiny("smollm").str("general.name", "other"), "b.gguf").tok->sha256();
   const std::string c = load(dir, tiny("gpt2"), "c.gguf").tok->sha256();
@@ -147,7 +147,7 @@ TEST(GgufTokenizer, Sha256DescribesTheTokenizerNotTheFile) {
 }
 
 // The error names the file, says what is wrong, and is one line.
-void expect_error(const ScratchDir& dir, const TinyGguf& g, const std::vector<std::string>& needles) {
+void expect_error(const TempDir& dir, const TinyGguf& g, const std::vector<std::string>& needles) {
   write_file(dir / "bad.gguf", g.bytes());
   try {
     const auto file = GgufFile::open(dir / "bad.gguf");
@@ -162,7 +162,7 @@ void expect_error(const ScratchDir& dir, const TinyGguf& g, const std::vector<st
 }
 
 TEST(GgufTokenizer, MalformedMetadataIsOneLineErrorNamingTheFile) {
-  ScratchDir dir;
+  TempDir dir;
   expect_error(dir, tiny("mystery"), {"'mystery'", "tokenizer.ggml.pre", "smollm", "llama3", "qwen2"});
   expect_error(dir, tiny("smollm", false), {"tokenizer.ggml.model"});
   TinyGguf unknown_token;
@@ -274,7 +274,7 @@ TinyGguf llama_gguf(const SpmPieces& p) {
 TEST(GgufTokenizer, LlamaMatchesSentencePieceGolden) {
   const std::string rel = "models/llama2-tokenizer/tokenizer.model";
   FSQ_REQUIRE_SHARED(rel);
-  ScratchDir dir;
+  TempDir dir;
   const SpmPieces pieces = read_spm_pieces(shared_dir() / rel);
   const Loaded l = load(dir, llama_gguf(pieces));
   const Tokenizer& t = *l.tok;
@@ -299,7 +299,7 @@ TEST(GgufTokenizer, LlamaMatchesSentencePieceGolden) {
 }
 
 TEST(GgufTokenizer, LlamaErrorsNameTheFile) {
-  ScratchDir dir;
+  TempDir dir;
   SpmPieces p;
   p.tokens = {"<unk>", "<s>", "</s>", "\xe2\x96\x81" "a"};
   p.scores = {0, 0, 0, -1};
@@ -316,18 +316,13 @@ TEST(GgufTokenizer, LlamaErrorsNameTheFile) {
 
 // ---- The real SmolLM2-135M-Instruct GGUF -------------------------------------------------
 
-fs::path smollm2_path() {
-  const char* cache = std::getenv("FSQ_CACHE");
-  const char* home = std::getenv("HOME");
-  const fs::path root = cache && *cache ? fs::path(cache) : fs::path(home ? home : "/root") / ".cache/fsq";
-  return root / "models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
+using ::fsq::testing::smollm2_gguf;
 
 class SmolLM2Tokenizer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!fs::exists(smollm2_path())) return;
-    file_ = GgufFile::open(smollm2_path());
+    if (!fs::exists(smollm2_gguf())) return;
+    file_ = GgufFile::open(smollm2_gguf());
     tok_ = load_gguf_tokenizer(*file_).release();
   }
   static void TearDownTestSuite() {
@@ -336,8 +331,8 @@ class SmolLM2Tokenizer : public ::testing::Test {
     file_.reset();
   }
   void SetUp() override {
-    if (tok_ == nullptr)
-      GTEST_SKIP() << smollm2_path() << " absent; run scripts/fetch-model.sh smollm2-135m";
+    FSQ_REQUIRE_SMOLLM2();
+    ASSERT_NE(tok_, nullptr);
     golden_ = read_json(fs::path(FSQ_SOURCE_DIR) / "tests/data/smollm2/golden.json");
   }
   static inline std::shared_ptr<const GgufFile> file_;
@@ -353,8 +348,8 @@ TEST_F(SmolLM2Tokenizer, MetadataMatchesManifest) {
   EXPECT_EQ(tok_->bos_id(), 1);
   EXPECT_EQ(tok_->eos_id(), 2);
   EXPECT_EQ(tok_->kind(), "bpe");
-  EXPECT_EQ(tok_->path(), smollm2_path());
-  EXPECT_EQ(fs::file_size(smollm2_path()), 98'362'432u) << "not the MANIFEST section 3 file";
+  EXPECT_EQ(tok_->path(), smollm2_gguf());
+  EXPECT_EQ(fs::file_size(smollm2_gguf()), 98'362'432u) << "not the MANIFEST section 3 file";
   // The Python script computes the same documented hash independently.
   EXPECT_EQ(tok_->sha256(), m["tokenizer_sha256"].get<std::string>());
 }

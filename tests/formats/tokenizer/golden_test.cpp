@@ -94,7 +94,7 @@ TEST(GoldenVariants, PreTokenizers) {
   auto base = read_json(data_dir() / golden["base"].get<std::string>());
   ASSERT_GE(golden["variants"].size(), 10u);
   for (const auto& v : golden["variants"]) {
-    ScratchDir dir;
+    TempDir dir;
     base["pre_tokenizer"] = v["pre_tokenizer"];
     const auto tok = load_json_tokenizer(dir, base);
     for (const auto& c : v["cases"]) {
@@ -111,7 +111,7 @@ TEST(GoldenVariants, HandmadeModels) {
   const auto golden = read_json(data_dir() / "golden/handmade.json");
   ASSERT_GE(golden["tokenizers"].size(), 7u);
   for (const auto& t : golden["tokenizers"]) {
-    ScratchDir dir;
+    TempDir dir;
     const auto tok = load_json_tokenizer(dir, t["tokenizer"]);
     for (const auto& c : t["cases"]) {
       const std::string text = c["text"];

@@ -59,7 +59,7 @@ TEST(LoadTokenizer, SentencePieceDirectories) {
 
 TEST(LoadTokenizer, AddBosTokenFalseWins) {
   FSQ_REQUIRE_SHARED(kStoriesDir);
-  ScratchDir dir;
+  TempDir dir;
   fs::copy_file(shared_dir() / kStoriesDir / "tokenizer.model", dir / "tokenizer.model");
   write_file(dir / "tokenizer_config.json", R"({"add_bos_token": false, "eos_token": "</s>"})");
   const auto t = load_tokenizer(dir.path());
@@ -69,7 +69,7 @@ TEST(LoadTokenizer, AddBosTokenFalseWins) {
 }
 
 TEST(LoadTokenizer, ConfigJsonIdsAreTheFallback) {
-  ScratchDir dir;
+  TempDir dir;
   fs::copy_file(data_dir() / "llama3_style/tokenizer.json", dir / "tokenizer.json");
   write_file(dir / "config.json", R"({"bos_token_id": 1, "eos_token_id": [4, 1]})");
   const auto t = load_tokenizer(dir.path());
@@ -80,7 +80,7 @@ TEST(LoadTokenizer, ConfigJsonIdsAreTheFallback) {
 
 TEST(LoadTokenizer, PrefersTokenizerJson) {
   FSQ_REQUIRE_SHARED(kStoriesDir);
-  ScratchDir dir;
+  TempDir dir;
   fs::copy_file(data_dir() / "gpt2_style/tokenizer.json", dir / "tokenizer.json");
   fs::copy_file(shared_dir() / kStoriesDir / "tokenizer.model", dir / "tokenizer.model");
   EXPECT_EQ(load_tokenizer(dir.path())->kind(), "bpe");
@@ -90,7 +90,7 @@ TEST(LoadTokenizer, PrefersTokenizerJson) {
 TEST(LoadTokenizer, UnsupportedTokenizerJsonFallsBackToModel) {
   auto json = read_json(data_dir() / "gpt2_style/tokenizer.json");
   json["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
-  ScratchDir dir;
+  TempDir dir;
   write_file(dir / "tokenizer.json", json.dump());
   expect_one_line_error([&] { load_tokenizer(dir.path()); },
                         {(dir / "tokenizer.json").string(), "unsupported pre_tokenizer type 'Metaspace'"});
@@ -102,7 +102,7 @@ TEST(LoadTokenizer, UnsupportedTokenizerJsonFallsBackToModel) {
 }
 
 TEST(LoadTokenizer, DirectoryWithoutTokenizer) {
-  ScratchDir dir;
+  TempDir dir;
   write_file(dir / "config.json", "{}");
   expect_one_line_error([&] { load_tokenizer(dir.path()); },
                         {dir.path().string(), "no tokenizer.json or tokenizer.model"});
@@ -111,7 +111,7 @@ TEST(LoadTokenizer, DirectoryWithoutTokenizer) {
 }
 
 TEST(LoadTokenizer, MalformedSideConfigs) {
-  ScratchDir dir;
+  TempDir dir;
   fs::copy_file(data_dir() / "gpt2_style/tokenizer.json", dir / "tokenizer.json");
   write_file(dir / "tokenizer_config.json", "{\"bos_token\": ");
   expect_one_line_error([&] { load_tokenizer(dir.path()); },

@@ -14,7 +14,7 @@ nlohmann::json minimal() {
 
 // Loads `text` as a tokenizer.json and expects an fsq::Error containing `problem`.
 void expect_text_error(const std::string& text, const std::string& problem) {
-  ScratchDir dir;
+  TempDir dir;
   const fs::path path = dir / "tokenizer.json";
   write_file(path, text);
   try {
@@ -33,7 +33,7 @@ void expect_error(const nlohmann::json& j, const std::string& problem) {
 }
 
 TEST(MalformedTokenizerJson, MinimalIsValid) {
-  ScratchDir dir;
+  TempDir dir;
   const auto tok = load_json_tokenizer(dir, minimal());
   EXPECT_EQ(tok->encode("ab"), (std::vector<int32_t>{2}));
   EXPECT_EQ(tok->encode("bab"), (std::vector<int32_t>{1, 2}));
@@ -81,7 +81,7 @@ TEST(MalformedTokenizerJson, Merges) {
   j["model"]["merges"] = "a b";
   expect_error(j, "model.merges is not a list");
   j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "b"})});  // newer form
-  ScratchDir dir;
+  TempDir dir;
   EXPECT_EQ(load_json_tokenizer(dir, j)->encode("ab"), (std::vector<int32_t>{2}));
 }
 
@@ -108,7 +108,7 @@ TEST(MalformedTokenizerJson, Pipeline) {
 }
 
 TEST(MalformedTokenizerJson, MissingFile) {
-  ScratchDir dir;
+  TempDir dir;
   try {
     load_hf_tokenizer_json(dir / "nope.json");
     FAIL() << "expected fsq::Error";

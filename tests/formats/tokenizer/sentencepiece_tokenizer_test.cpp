@@ -53,7 +53,7 @@ TEST(SentencePiece, Llama2OnceUponATime) {
 }
 
 TEST(SentencePiece, NotAModelFile) {
-  ScratchDir dir;
+  TempDir dir;
   write_file(dir / "tokenizer.model", "definitely not a protobuf");
   try {
     load_sentencepiece(dir / "tokenizer.model");

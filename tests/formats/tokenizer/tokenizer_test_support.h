@@ -9,7 +9,6 @@
 #include <iterator>
 #include <span>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,32 +16,19 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "formats/tokenizer.h"
+#include "fixtures.h"
+#include "temp_dir.h"
+#include "text_files.h"
 
 namespace fsq::test {
 
 namespace fs = std::filesystem;
 
 inline fs::path data_dir() { return fs::path(FSQ_SOURCE_DIR) / "tests/data/tokenizers"; }
-inline fs::path shared_dir() { return fs::path(FSQ_SHARED_DIR); }
+using ::fsq::testing::shared_dir;  // FSQ_REQUIRE_SHARED(rel) is in fixtures.h
 
-// Skips the calling test when the shared fixtures (models, eval texts) are not staged.
-#define FSQ_REQUIRE_SHARED(rel)                                                      \
-  do {                                                                               \
-    if (!std::filesystem::exists(::fsq::test::shared_dir() / (rel)))                 \
-      GTEST_SKIP() << "shared fixture " << (rel) << " not found under "              \
-                   << ::fsq::test::shared_dir();                                     \
-  } while (0)
-
-inline std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using ::fsq::testing::read_file;
+using ::fsq::testing::write_file;
 
 inline nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(read_file(p)); }
 
@@ -61,31 +47,11 @@ inline std::string ids_sha256(const std::vector<int32_t>& ids) {
   return sha256_hex(std::as_bytes(std::span(ids)));
 }
 
-// A fresh directory under the system temp dir, removed with its contents on destruction.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("fsq-tok-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
+// Scratch folders (tests/support/temp_dir.h).
+using ::fsq::testing::TempDir;
 
 // Writes `json` as dir/tokenizer.json and loads it.
-inline std::unique_ptr<Tokenizer> load_json_tokenizer(const ScratchDir& dir,
+inline std::unique_ptr<Tokenizer> load_json_tokenizer(const TempDir& dir,
                                                       const nlohmann::json& json) {
   write_file(dir / "tokenizer.json", json.dump());
   return load_hf_tokenizer_json(dir / "tokenizer.json");

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cli_support.h"
+#include "text_files.h"
 
 namespace fsq::clitest {
 namespace {
@@ -21,11 +22,12 @@ void expect_one_line_error(const RunResult& r, const std::string& mentions) {
   }
 }
 
-void write_text(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+using testing::read_file;
+using testing::write_file;
 
 TEST(CliErrors, MissingModelDirectory) {
-  fs::path dir = temp_dir("nomodel");
-  write_text(dir / "d.txt", "hello world");
+  fs::path dir = make_temp_dir("fsq-cli-nomodel");
+  write_file(dir / "d.txt", "hello world");
   RunResult r = run_fsq({"eval", "--model", (dir / "absent").string(), "--data", (dir / "d.txt").string()});
   expect_one_line_error(r, "absent");
   EXPECT_EQ(r.exit_code, kUsageError);
@@ -37,7 +39,7 @@ TEST(CliErrors, MissingModelDirectory) {
 
 TEST(CliErrors, UnknownSubcommandAndOption) {
   expect_one_line_error(run_fsq({"frobnicate"}), "");
-  fs::path dir = temp_dir("opt");
+  fs::path dir = make_temp_dir("fsq-cli-opt");
   expect_one_line_error(run_fsq({"eval", "--model", dir.string(), "--no-such-option"}), "--no-such-option");
   fs::remove_all(dir);
   expect_one_line_error(run_fsq({}), "");
@@ -45,7 +47,7 @@ TEST(CliErrors, UnknownSubcommandAndOption) {
 
 TEST(CliErrors, BadProtocolAndSeqLen) {
   FSQ_REQUIRE_STORIES260K();
-  auto base = std::vector<std::string>{"eval", "--model", stories_dir().string(), "--data",
+  auto base = std::vector<std::string>{"eval", "--model", stories260k_dir().string(), "--data",
                                        tinystories_val().string(), "--no-speed"};
   auto with = [&](std::vector<std::string> extra) {
     auto a = base;
@@ -60,15 +62,15 @@ TEST(CliErrors, BadProtocolAndSeqLen) {
 
 TEST(CliErrors, DataFileMissingEmptyOrTooShort) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = temp_dir("data");
+  fs::path dir = make_temp_dir("fsq-cli-data");
   auto eval = [&](const fs::path& data) {
-    return run_fsq({"eval", "--model", stories_dir().string(), "--data", data.string(), "--no-speed",
+    return run_fsq({"eval", "--model", stories260k_dir().string(), "--data", data.string(), "--no-speed",
                     "--seq-len", "256", "--json", (dir / "r.json").string()});
   };
   expect_one_line_error(eval(dir / "missing.txt"), "missing.txt");
-  write_text(dir / "empty.txt", "");
+  write_file(dir / "empty.txt", "");
   expect_one_line_error(eval(dir / "empty.txt"), "empty.txt");
-  write_text(dir / "short.txt", "Once upon a time");
+  write_file(dir / "short.txt", "Once upon a time");
   expect_one_line_error(eval(dir / "short.txt"), "short.txt");
   EXPECT_FALSE(fs::exists(dir / "r.json"));
   // Nothing but the inputs is left in the folder (no temporary report files).
@@ -80,13 +82,13 @@ TEST(CliErrors, DataFileMissingEmptyOrTooShort) {
 
 TEST(CliErrors, CorruptWeightsFile) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = temp_dir("corrupt");
+  fs::path dir = make_temp_dir("fsq-cli-corrupt");
   fs::path model = dir / "model";
   fs::create_directories(model);
   copy_model_side_files(model);
   std::string garbage(4096, '\x7f');
   garbage.append("garbage");
-  write_text(model / "model.safetensors", garbage);
+  write_file(model / "model.safetensors", garbage);
   fs::path json = dir / "r.json";
   RunResult r = run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(),
                          "--json", json.string()});
@@ -98,9 +100,8 @@ TEST(CliErrors, CorruptWeightsFile) {
                         "model.safetensors");
   // A truncated copy of the real file.
   {
-    std::ifstream in(stories_dir() / "model.safetensors", std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    write_text(model / "model.safetensors", bytes.substr(0, bytes.size() / 2));
+    const std::string bytes = read_file(stories260k_dir() / "model.safetensors");
+    write_file(model / "model.safetensors", bytes.substr(0, bytes.size() / 2));
   }
   expect_one_line_error(run_fsq({"eval", "--model", model.string(), "--speed-only"}), "model.safetensors");
   fs::remove_all(dir);
@@ -108,22 +109,21 @@ TEST(CliErrors, CorruptWeightsFile) {
 
 TEST(CliErrors, JsonIntoMissingFolderFailsBeforeWork) {
   FSQ_REQUIRE_STORIES260K();
-  RunResult r = run_fsq({"eval", "--model", stories_dir().string(), "--speed-only", "--json",
+  RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--speed-only", "--json",
                          "/nonexistent-folder/r.json"});
   expect_one_line_error(r, "--json");
 }
 
 TEST(CliErrors, CompareWithDifferentVocabulary) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = temp_dir("othertok");
+  fs::path dir = make_temp_dir("fsq-cli-othertok");
   fs::path other = dir / "model";
   fs::create_directories(other);
   for (const char* f : {"config.json", "model.safetensors", "tokenizer_config.json", "special_tokens_map.json"})
-    fs::copy_file(stories_dir() / f, other / f);
-  fs::path llama2_tok = fs::path(FSQ_SHARED_DIR) / "models" / "llama2-tokenizer" / "tokenizer.model";
-  if (!fs::exists(llama2_tok)) GTEST_SKIP() << "llama2 tokenizer fixture absent";
-  fs::copy_file(llama2_tok, other / "tokenizer.model");
-  RunResult r = run_fsq({"eval", "--model", stories_dir().string(), "--compare", other.string(), "--data",
+    fs::copy_file(stories260k_dir() / f, other / f);
+  FSQ_REQUIRE_FIXTURE(testing::llama2_tokenizer(), testing::kHowToStageShared);
+  fs::copy_file(testing::llama2_tokenizer(), other / "tokenizer.model");
+  RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--compare", other.string(), "--data",
                          tinystories_val().string(), "--max-windows", "1", "--no-speed"});
   expect_one_line_error(r, "tokenizer");
   fs::remove_all(dir);

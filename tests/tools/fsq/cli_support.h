@@ -1,4 +1,4 @@
-// Running the fsq binary from tests and locating the stories260K fixture.
+// Running the fsq binary from tests (fixture paths and FSQ_REQUIRE_STORIES260K: fixtures.h).
 #pragma once
 
 #include <filesystem>
@@ -6,6 +6,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "fixtures.h"
+#include "temp_dir.h"
 
 namespace fsq::clitest {
 
@@ -18,12 +21,11 @@ struct RunResult {
 // Runs FSQ_BINARY with `args` (shell-quoted), capturing stdout and stderr.
 RunResult run_fsq(const std::vector<std::string>& args);
 
-std::filesystem::path stories_dir();     // FSQ_SHARED_DIR/models/stories260K
-std::filesystem::path tinystories_val(); // FSQ_SHARED_DIR/data/tinystories/tinystories_val.txt
-bool fixture_present();
+using testing::make_temp_dir;
+using testing::stories260k_dir;
+using testing::tinystories_val;
+using testing::wikitext_test;
 
-// A fresh empty folder for one test's files.
-std::filesystem::path temp_dir(const std::string& name);
 // Copies the stories260K config/tokenizer files (not the weights) into `dir`.
 void copy_model_side_files(const std::filesystem::path& dir);
 nlohmann::json read_json(const std::filesystem::path& p);
@@ -31,11 +33,3 @@ nlohmann::json read_json(const std::filesystem::path& p);
 size_t lines(const std::string& s);
 
 }  // namespace fsq::clitest
-
-// Skips the test (with the reason) when the real stories260K fixture is not staged.
-#define FSQ_REQUIRE_STORIES260K()                                                        \
-  do {                                                                                   \
-    if (!::fsq::clitest::fixture_present())                                              \
-      GTEST_SKIP() << "stories260K fixture not found under " FSQ_SHARED_DIR              \
-                   << " (models/stories260K, data/tinystories/tinystories_val.txt)";     \
-  } while (0)

@@ -18,7 +18,7 @@ constexpr double kMinFisherNonzeroFraction = 0.99;   // every weight of a traine
 constexpr double kVarianceSlack = 1e-5;              // sqmean >= mean^2 up to float rounding
 
 std::vector<std::string> calibrate_args(const fs::path& out, const std::vector<std::string>& extra) {
-  std::vector<std::string> a = {"calibrate", "--model", stories_dir().string(), "--data", tinystories_val().string(),
+  std::vector<std::string> a = {"calibrate", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
                                 "--out", out.string(), "--threads", "1", "--progress", "off"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
@@ -26,7 +26,7 @@ std::vector<std::string> calibrate_args(const fs::path& out, const std::vector<s
 
 TEST(CliCalibrate, FisherRunOnStories260KIsSaneAndInspectable) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = temp_dir("calib");
+  fs::path dir = make_temp_dir("fsq-cli-calib");
   fs::path out = dir / "calib.safetensors";
   RunResult r = run_fsq(calibrate_args(out, {"--samples", "128", "--seq-len", "256", "--fisher", "--json",
                                              (dir / "summary.json").string()}));
@@ -82,7 +82,7 @@ TEST(CliCalibrate, FisherRunOnStories260KIsSaneAndInspectable) {
 
 TEST(CliCalibrate, SameSeedSameBytesOtherSeedOtherWindows) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = temp_dir("calib-seed");
+  fs::path dir = make_temp_dir("fsq-cli-calib-seed");
   const std::vector<std::string> small = {"--samples", "16", "--seq-len", "64", "--fisher", "--batch-size", "5"};
   auto with_seed = [&](const std::string& seed) { auto a = small; a.insert(a.end(), {"--seed", seed}); return a; };
   ASSERT_EQ(run_fsq(calibrate_args(dir / "a.safetensors", with_seed("7"))).exit_code, 0);
@@ -107,12 +107,12 @@ void expect_clean_failure(const RunResult& r, const fs::path& out, const std::st
 
 TEST(CliCalibrate, BadInputsFailCleanly) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = temp_dir("calib-bad");
+  fs::path dir = make_temp_dir("fsq-cli-calib-bad");
   fs::path out = dir / "out.safetensors";
   std::ofstream(dir / "empty.txt").close();
   std::ofstream(dir / "short.txt") << "Once upon a time.";
   auto run_with = [&](const fs::path& data, const std::vector<std::string>& extra, const fs::path& o) {
-    std::vector<std::string> a = {"calibrate", "--model", stories_dir().string(), "--data", data.string(),
+    std::vector<std::string> a = {"calibrate", "--model", stories260k_dir().string(), "--data", data.string(),
                                   "--out", o.string(), "--threads", "1", "--progress", "off"};
     a.insert(a.end(), extra.begin(), extra.end());
     return run_fsq(a);

@@ -1,5 +1,6 @@
 // fsq on the real SmolLM2-135M GGUF: convert to a Hugging Face folder, and the same
-// perplexity from the folder as from the .gguf. Skipped when the GGUF is not fetched.
+// perplexity from the folder as from the .gguf. Skipped (failed under CI) when the GGUF
+// is not fetched.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,7 +19,7 @@ constexpr double kSamePerplexity = 1e-9;  // f32 weights both ways: only roundin
 TEST(CliGguf, ConvertThenEvalMatchesEvalOnGguf) {
   FSQ_REQUIRE_SMOLLM2();
   const fs::path gguf = testing::smollm2_gguf();
-  const fs::path dir = temp_dir("gguf-convert");
+  const fs::path dir = make_temp_dir("fsq-cli-gguf-convert");
   const fs::path out = dir / "smollm2-hf";
   RunResult conv = run_fsq({"convert", "--from", "gguf", gguf.string(), "--out", out.string(), "--dtype", "f32"});
   ASSERT_EQ(conv.exit_code, 0) << conv.err;
@@ -43,7 +44,7 @@ TEST(CliGguf, ConvertThenEvalMatchesEvalOnGguf) {
 
 TEST(CliGguf, ConvertRefusesNonEmptyOutputAndLeavesNothing) {
   FSQ_REQUIRE_SMOLLM2();
-  const fs::path dir = temp_dir("gguf-convert-busy");
+  const fs::path dir = make_temp_dir("fsq-cli-gguf-convert-busy");
   fs::create_directories(dir / "busy");
   std::ofstream(dir / "busy" / "keep.txt") << "x";
   RunResult r = run_fsq({"convert", "--from", "gguf", testing::smollm2_gguf().string(), "--out", (dir / "busy").string()});

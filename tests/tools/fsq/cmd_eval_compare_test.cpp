@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli_support.h"
+#include "text_files.h"
 #include "formats/checkpoint.h"
 #include "formats/safetensors.h"
 #include "formats/tokenizer.h"
@@ -26,9 +27,9 @@ constexpr int64_t kSeqLen = 256;
 
 // Copy of stories260K with `kPerturbed` changed by a deterministic pattern.
 fs::path write_perturbed_copy() {
-  fs::path dir = temp_dir("perturbed");
+  fs::path dir = make_temp_dir("fsq-cli-perturbed");
   copy_model_side_files(dir);
-  auto src = SafetensorsFile::open(stories_dir() / "model.safetensors");
+  auto src = SafetensorsFile::open(stories260k_dir() / "model.safetensors");
   std::vector<std::vector<std::byte>> storage;
   storage.reserve(src->tensors().size());
   std::vector<TensorToWrite> out;
@@ -57,10 +58,7 @@ Direct direct_compare(const fs::path& model_dir, const fs::path& ref_dir) {
   Checkpoint mc = Checkpoint::open(model_dir), rc = Checkpoint::open(ref_dir);
   auto model = LlamaModel::load(mc, RuntimeOptions{});
   auto ref = LlamaModel::load(rc, RuntimeOptions{});
-  std::ifstream in(tinystories_val(), std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<int32_t> ids = load_tokenizer(ref_dir)->encode(ss.str());
+  std::vector<int32_t> ids = load_tokenizer(ref_dir)->encode(testing::read_file(tinystories_val()));
   Direct d;
   double kl_sum = 0.0;
   int64_t agree = 0;
@@ -105,8 +103,8 @@ std::vector<std::string> compare_args(const fs::path& model, const fs::path& ref
 
 TEST(CliCompare, SelfComparisonIsExact) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = temp_dir("self");
-  RunResult r = run_fsq(compare_args(stories_dir(), stories_dir(), dir / "r.json"));
+  fs::path dir = make_temp_dir("fsq-cli-self");
+  RunResult r = run_fsq(compare_args(stories260k_dir(), stories260k_dir(), dir / "r.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = read_json(dir / "r.json");
   EXPECT_LE(std::abs(j["compare"]["mean_kl"].get<double>()), kSelfKlMax);
@@ -119,12 +117,12 @@ TEST(CliCompare, SelfComparisonIsExact) {
 TEST(CliCompare, PerturbedCopyMatchesIndependentKl) {
   FSQ_REQUIRE_STORIES260K();
   fs::path copy = write_perturbed_copy();
-  fs::path dir = temp_dir("cmp");
-  RunResult r = run_fsq(compare_args(copy, stories_dir(), dir / "r.json"));
+  fs::path dir = make_temp_dir("fsq-cli-cmp");
+  RunResult r = run_fsq(compare_args(copy, stories260k_dir(), dir / "r.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = read_json(dir / "r.json");
   const auto& c = j["compare"];
-  Direct d = direct_compare(copy, stories_dir());
+  Direct d = direct_compare(copy, stories260k_dir());
   EXPECT_EQ(j["perplexity"]["scored_tokens"].get<int64_t>(), d.tokens);
   const double kl = c["mean_kl"].get<double>();
   std::printf("mean KL: fsq eval %.12g, independent %.12g (%d windows)\n", kl, d.mean_kl, kWindows);

@@ -22,9 +22,9 @@ constexpr const char* kGreedyText =
 // One thread: OpenMP threads on a machine busy with other work slow this tiny model 10x.
 TEST(CliEval, BosWindowPerplexityMatchesManifest) {
   FSQ_REQUIRE_STORIES260K();
-  auto dir = temp_dir("ppl");
+  auto dir = make_temp_dir("fsq-cli-ppl");
   auto json = dir / "report.json";
-  RunResult r = run_fsq({"eval", "--model", stories_dir().string(), "--data", tinystories_val().string(),
+  RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
                          "--protocol", "bos-window", "--seq-len", "256", "--no-speed", "--progress",
                          "off", "--threads", "1", "--json", json.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -48,9 +48,9 @@ TEST(CliEval, BosWindowPerplexityMatchesManifest) {
 
 TEST(CliEval, DefaultProtocolIsGptqCappedAtModelMaximum) {
   FSQ_REQUIRE_STORIES260K();
-  auto dir = temp_dir("gptq");
+  auto dir = make_temp_dir("fsq-cli-gptq");
   auto json = dir / "r.json";
-  RunResult r = run_fsq({"eval", "--model", stories_dir().string(), "--data", tinystories_val().string(),
+  RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
                          "--max-windows", "4", "--no-speed", "--progress", "off", "--json", json.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = read_json(json);
@@ -65,9 +65,9 @@ TEST(CliEval, DefaultProtocolIsGptqCappedAtModelMaximum) {
 
 TEST(CliEval, SpeedOnlyReportsAllMeasurements) {
   FSQ_REQUIRE_STORIES260K();
-  auto dir = temp_dir("speed");
+  auto dir = make_temp_dir("fsq-cli-speed");
   auto json = dir / "r.json";
-  RunResult r = run_fsq({"eval", "--model", stories_dir().string(), "--speed-only", "--json", json.string()});
+  RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--speed-only", "--json", json.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = read_json(json);
   ASSERT_TRUE(j.contains("speed"));
@@ -87,7 +87,7 @@ TEST(CliEval, SpeedOnlyReportsAllMeasurements) {
 
 TEST(CliGenerate, GreedyMatchesManifest) {
   FSQ_REQUIRE_STORIES260K();
-  RunResult r = run_fsq({"generate", "--model", stories_dir().string(), "--prompt", "Once upon a time",
+  RunResult r = run_fsq({"generate", "--model", stories260k_dir().string(), "--prompt", "Once upon a time",
                          "-n", "40", "--ids"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(kGreedyText), std::string::npos) << r.out;
@@ -96,11 +96,11 @@ TEST(CliGenerate, GreedyMatchesManifest) {
 
 TEST(CliInspect, CheckpointDirAndFile) {
   FSQ_REQUIRE_STORIES260K();
-  RunResult text = run_fsq({"inspect", stories_dir().string()});
+  RunResult text = run_fsq({"inspect", stories260k_dir().string()});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("parameters 260032"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("model.layers.2.mlp.down_proj.weight"), std::string::npos);
-  RunResult js = run_fsq({"inspect", (stories_dir() / "model.safetensors").string(), "--json"});
+  RunResult js = run_fsq({"inspect", (stories260k_dir() / "model.safetensors").string(), "--json"});
   ASSERT_EQ(js.exit_code, 0) << js.err;
   nlohmann::json j = nlohmann::json::parse(js.out);
   EXPECT_EQ(j["parameters"].get<int64_t>(), kStoriesParams);

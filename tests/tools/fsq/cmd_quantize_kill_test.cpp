@@ -9,14 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <random>
 #include <thread>
 
 #include "cli_support.h"
-#include "common/sha256.h"
+#include "folder_digest.h"
+#include "text_files.h"
 
 extern char** environ;
 
@@ -29,7 +28,7 @@ constexpr auto kPoll = std::chrono::milliseconds(5);
 constexpr auto kGiveUp = std::chrono::minutes(10);
 
 std::vector<std::string> quantize_args(const fs::path& dir, const fs::path& out) {
-  return {"quantize", "--model", stories_dir().string(), "--method", "awq", "--bits", "4", "--group-size", "32",
+  return {"quantize", "--model", stories260k_dir().string(), "--method", "awq", "--bits", "4", "--group-size", "32",
           "--calib-data", (dir / "calib.txt").string(), "--samples", "64", "--seq-len", "256", "--threads", "1",
           "--progress", "off", "--out", out.string(), "--json", (out.string() + ".json")};
 }
@@ -70,14 +69,7 @@ bool run_and_kill(const std::vector<std::string>& args, const fs::path& partial,
   return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 }
 
-std::string folder_digest(const fs::path& dir) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  std::string all;
-  for (const auto& f : files) all += f.filename().string() + " " + sha256_file(f) + "\n";
-  return all;
-}
+using testing::folder_digest;
 
 double perplexity(const fs::path& model, const fs::path& json) {
   RunResult r = run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(), "--seq-len", "256",
@@ -89,12 +81,8 @@ double perplexity(const fs::path& model, const fs::path& json) {
 
 TEST(CliQuantizeKill, SigkillThenRerunResumesAndWritesTheSameBytes) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = temp_dir("quantize-kill");
-  {
-    std::ifstream in(tinystories_val(), std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::ofstream(dir / "calib.txt", std::ios::binary) << text.substr(text.size() - 200'000);
-  }
+  const fs::path dir = make_temp_dir("fsq-cli-quantize-kill");
+  testing::write_file(dir / "calib.txt", testing::tail_of(tinystories_val(), 200'000));
   const fs::path whole = dir / "whole", killed = dir / "killed";
   RunResult r = run_fsq(quantize_args(dir, whole));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -9,12 +9,13 @@
 #include <sstream>
 
 #include "cli_support.h"
+#include "text_files.h"
 
 namespace fsq::clitest {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr int64_t kCalibBytes = 200'000;
+constexpr size_t kCalibBytes = 200'000;
 constexpr double kAwqOverRtnMaxKlRatio = 0.9;  // measured 0.75 (w4) and 0.60 (w3)
 constexpr double kRegressionSlack = 1.25;      // recorded value x this fails the test
 // Recorded 2026-11-23 (bos-window, seq 256, first 32 windows; mean KL(ref || quantized));
@@ -29,13 +30,9 @@ struct Quality {
 class CliQuantize : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!fixture_present()) return;
-    dir_ = temp_dir("quantize");
-    std::ifstream in(tinystories_val(), std::ios::binary);
-    std::stringstream all;
-    all << in.rdbuf();
-    const std::string text = all.str();
-    std::ofstream(dir_ / "calib.txt", std::ios::binary) << text.substr(text.size() - kCalibBytes);
+    if (!fs::exists(tinystories_val())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
+    dir_ = make_temp_dir("fsq-cli-quantize");
+    testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kCalibBytes));
   }
   static void TearDownTestSuite() {
     if (!dir_.empty()) fs::remove_all(dir_);
@@ -44,7 +41,7 @@ class CliQuantize : public ::testing::Test {
   static fs::path quantize(const std::string& method, int bits) {
     fs::path out = dir_ / (method + std::to_string(bits));
     if (fs::exists(out)) return out;
-    std::vector<std::string> args = {"quantize", "--model", stories_dir().string(), "--method", method,
+    std::vector<std::string> args = {"quantize", "--model", stories260k_dir().string(), "--method", method,
                                      "--bits", std::to_string(bits), "--group-size", "32", "--out", out.string(),
                                      "--threads", "1", "--progress", "off"};
     if (method == "awq")
@@ -56,7 +53,7 @@ class CliQuantize : public ::testing::Test {
 
   static Quality evaluate(const fs::path& model) {
     fs::path json = model.string() + ".eval.json";
-    RunResult r = run_fsq({"eval", "--model", model.string(), "--compare", stories_dir().string(), "--data",
+    RunResult r = run_fsq({"eval", "--model", model.string(), "--compare", stories260k_dir().string(), "--data",
                            tinystories_val().string(), "--protocol", "bos-window", "--seq-len", "256", "--max-windows",
                            "32", "--threads", "1", "--no-speed", "--progress", "off", "--json", json.string()});
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -106,7 +103,7 @@ TEST_F(CliQuantize, PackedModelGeneratesAndExportRefusesPerChannelFallback) {
 TEST_F(CliQuantize, BadOptionsFailBeforeAnyWork) {
   FSQ_REQUIRE_STORIES260K();
   auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> a = {"quantize", "--model", stories_dir().string(), "--out", (dir_ / "bad").string(),
+    std::vector<std::string> a = {"quantize", "--model", stories260k_dir().string(), "--out", (dir_ / "bad").string(),
                                   "--threads", "1", "--progress", "off"};
     a.insert(a.end(), extra.begin(), extra.end());
     return run_fsq(a);
