@@ -1,4 +1,5 @@
-// fsq quantize killed with SIGKILL part-way (at a layer drawn from a seeded generator), then
+// fsq quantize killed with SIGKILL part-way (at a layer drawn from a seeded generator: a new
+// seed each run, printed and in every failure message; FSQ_TEST_SEED=N replays one), then
 // the same command again: the output must not exist after the kill, the rerun must resume
 // from the saved layers without redoing them, and its output must equal an uninterrupted
 // run's byte for byte. The quantized model evaluated twice gives the same perplexity.
@@ -10,7 +11,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <iostream>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "cli_support.h"
@@ -71,6 +75,16 @@ bool run_and_kill(const std::vector<std::string>& args, const fs::path& partial,
 
 using testing::folder_digest;
 
+// FSQ_TEST_SEED when set (to replay a failed run), else a fresh seed from std::random_device.
+uint32_t test_seed() {
+  const char* s = std::getenv("FSQ_TEST_SEED");
+  if (s == nullptr || *s == '\0') return std::random_device{}();
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(s, &end, 10);
+  if (*end != '\0') throw std::invalid_argument(std::string("FSQ_TEST_SEED=") + s + ": not a number");
+  return static_cast<uint32_t>(v);
+}
+
 double perplexity(const fs::path& model, const fs::path& json) {
   RunResult r = run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(), "--seq-len", "256",
                          "--max-windows", "8", "--threads", "1", "--no-speed", "--progress", "off", "--json",
@@ -87,8 +101,14 @@ TEST(CliQuantizeKill, SigkillThenRerunResumesAndWritesTheSameBytes) {
   RunResult r = run_fsq(quantize_args(dir, whole));
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
-  std::mt19937 rng(20261123);
+  const uint32_t seed = test_seed();
+  std::cout << "kill point seed: FSQ_TEST_SEED=" << seed << std::endl;
+  RecordProperty("seed", std::to_string(seed));
+  SCOPED_TRACE("kill point seed " + std::to_string(seed) + "; FSQ_TEST_SEED=" + std::to_string(seed) +
+               " replays this run");
+  std::mt19937 rng(seed);
   const int kill_after = std::uniform_int_distribution<int>(1, kStoriesLayers - 1)(rng);
+  std::cout << "killing after " << kill_after << " of " << kStoriesLayers << " layers" << std::endl;
   const fs::path partial = killed.string() + ".partial";
   ASSERT_TRUE(run_and_kill(quantize_args(dir, killed), partial, kill_after))
       << "fsq quantize finished before " << kill_after << " layers were saved";
