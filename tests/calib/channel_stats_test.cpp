@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "calib/channel_stats.h"
@@ -10,8 +11,9 @@ namespace fsq {
 namespace {
 
 constexpr double kMeanRelTolerance = 1e-6;  // issue: <= 1e-6 relative for means
-// Merging changes only the order of double sums; the float results may differ by one ulp.
-constexpr double kMergeRelTolerance = 1.2e-7;
+// Merging changes only the order of double sums; the float results may differ by one ulp,
+// at most FLT_EPSILON (2^-23) relative.
+constexpr double kMergeRelTolerance = std::numeric_limits<float>::epsilon();
 
 std::vector<float> random_rows(int64_t rows, int64_t cols, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -7,6 +7,8 @@
 #include "calib/dataset.h"
 #include "common/error.h"
 #include "formats/tokenizer.h"
+#include "fixtures.h"
+#include "temp_dir.h"
 #include "tiny_model.h"
 
 namespace fsq {
@@ -95,8 +97,8 @@ TEST(CalibText, BadSourcesNameTheFileAndTheProblem) {
 class CalibSetTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    model_ = fs::path(FSQ_SHARED_DIR) / "models" / "stories260K";
-    if (!fs::exists(model_ / "tokenizer.model")) GTEST_SKIP() << "stories260K not found under " FSQ_SHARED_DIR;
+    model_ = testing::stories260k_dir();
+    FSQ_REQUIRE_FIXTURE(model_ / "tokenizer.model", testing::kHowToStageShared);
     tok_ = load_tokenizer(model_);
     text_.source = "memory";
     text_.documents = {"Once upon a time there was a little girl named Lily.",

@@ -8,6 +8,7 @@
 #include "common/sha256.h"
 #include "formats/checkpoint.h"
 #include "formats/model_config.h"
+#include "fixtures.h"
 #include "test_support.h"
 
 namespace fsq::test {
@@ -15,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-const fs::path kStories = fs::path(FSQ_SHARED_DIR) / "models" / "stories260K";
+const fs::path kStories = ::fsq::testing::stories260k_dir();
 // sha256 of stories260K/model.safetensors, from shared/models/MANIFEST.md.
 constexpr const char* kStoriesWeightsSha =
     "c549afd8464a1250200b5338d39d23d0bf096c7f6578944268d40512c133daa6";
@@ -26,7 +27,7 @@ ModelConfig parse(const json& overrides) {
 
 TEST(ModelConfig, Stories260KMatchesManifest) {
   const fs::path p = kStories / "config.json";
-  if (!fs::exists(p)) GTEST_SKIP() << "fixture missing: " << p;
+  FSQ_REQUIRE_FIXTURE(p, ::fsq::testing::kHowToStageShared);
   ModelConfig c = load_model_config(p);
   EXPECT_EQ(c.architecture, "LlamaForCausalLM");
   EXPECT_EQ(c.model_type, "llama");
@@ -129,7 +130,7 @@ TEST(ModelConfig, RejectsBadValues) {
 }
 
 TEST(Checkpoint, OpensStories260K) {
-  if (!fs::exists(kStories / "model.safetensors")) GTEST_SKIP() << "fixture missing: " << kStories;
+  FSQ_REQUIRE_FIXTURE(kStories / "model.safetensors", ::fsq::testing::kHowToStageShared);
   Checkpoint c = Checkpoint::open(kStories);
   EXPECT_EQ(c.config().num_layers, 5);
   EXPECT_EQ(c.tensors().size(), 47u);

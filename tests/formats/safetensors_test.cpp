@@ -7,12 +7,13 @@
 #include "common/sha256.h"
 #include "formats/dtype.h"
 #include "formats/safetensors.h"
+#include "fixtures.h"
 #include "test_support.h"
 
 namespace fsq::test {
 namespace {
 
-const fs::path kStories = fs::path(FSQ_SHARED_DIR) / "models" / "stories260K";
+const fs::path kStories = ::fsq::testing::stories260k_dir();
 // From shared/models/MANIFEST.md.
 constexpr size_t kStoriesTensors = 47;
 constexpr int64_t kStoriesParams = 260032;
@@ -131,7 +132,7 @@ TEST(Safetensors, WriterRejectsBadInput) {
 
 TEST(Safetensors, ReadsStories260K) {
   const fs::path p = kStories / "model.safetensors";
-  if (!fs::exists(p)) GTEST_SKIP() << "fixture missing: " << p << " (see shared/models/MANIFEST.md)";
+  FSQ_REQUIRE_FIXTURE(p, ::fsq::testing::kHowToStageShared);
   auto f = SafetensorsFile::open(p);
   EXPECT_EQ(f->tensors().size(), kStoriesTensors);
   int64_t params = 0;
@@ -153,7 +154,7 @@ TEST(Safetensors, ReadsStories260K) {
 
 TEST(Safetensors, RewritingStories260KReproducesItsTensors) {
   const fs::path src = kStories / "model.safetensors";
-  if (!fs::exists(src)) GTEST_SKIP() << "fixture missing: " << src;
+  FSQ_REQUIRE_FIXTURE(src, ::fsq::testing::kHowToStageShared);
   auto f = SafetensorsFile::open(src);
   std::vector<TensorToWrite> out;
   for (const auto& t : f->tensors()) out.push_back({t.name, t.dtype, t.shape, {t.data, t.nbytes}});

@@ -1,4 +1,4 @@
-// Helpers for the formats tests: scratch directories, raw safetensors bytes, small configs.
+// Helpers for the formats tests: raw safetensors bytes, small configs.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,38 +11,21 @@
 #include <iterator>
 #include <span>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "formats/safetensors.h"
+#include "temp_dir.h"
 
 namespace fsq::test {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp dir, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("fsq-formats-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+// Scratch folders (tests/support/temp_dir.h) named fsq-formats-test-*: the malformed-input
+// tests expect that name in errors about the folder itself.
+struct TempDir : ::fsq::testing::TempDir {
+  TempDir() : ::fsq::testing::TempDir("fsq-formats-test") {}
 };
 
 inline void write_bytes(const fs::path& p, const std::string& bytes) {

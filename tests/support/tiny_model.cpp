@@ -1,8 +1,5 @@
 #include "tiny_model.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -20,15 +17,6 @@ struct TensorData {
 };
 
 }  // namespace
-
-std::filesystem::path make_temp_dir(const std::string& prefix) {
-  static std::atomic<int> counter{0};
-  auto dir = std::filesystem::temp_directory_path() /
-             (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 void write_tiny_model(const std::filesystem::path& dir, const TinyModelSpec& s) {
   std::filesystem::create_directories(dir);

@@ -27,7 +27,4 @@ struct TinyModelSpec {
 // Creates `dir` (and parents) and writes the checkpoint. Qwen2ForCausalLM gets q/k/v biases.
 void write_tiny_model(const std::filesystem::path& dir, const TinyModelSpec& spec);
 
-// A fresh empty directory under the system temp folder, unique per call.
-std::filesystem::path make_temp_dir(const std::string& prefix);
-
 }  // namespace fsq::testing

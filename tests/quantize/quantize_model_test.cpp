@@ -1,0 +1,192 @@
+// The quantize pipeline on tiny random models: RTN equals the scalar reference, group-size
+// fallback, dry runs and the memory limit, and resuming after an interruption.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/error.h"
+#include "formats/checkpoint.h"
+#include "formats/packed_checkpoint.h"
+#include "fixtures.h"
+#include "folder_digest.h"
+#include "quantize/quantize_model.h"
+#include "runtime/threads.h"
+#include "temp_dir.h"
+#include "tiny_model.h"
+
+namespace fsq {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Fixture {
+  fs::path dir, model;
+  explicit Fixture(const std::string& name, int64_t intermediate = 96, bool tokenizer = false) {
+    dir = testing::make_temp_dir("fsq-qpipe-" + name);
+    model = dir / "model";
+    testing::TinyModelSpec spec;
+    spec.hidden = 64;
+    spec.intermediate = intermediate;
+    spec.layers = 3;
+    spec.vocab = 512;  // stories260K's tokenizer, for calibrated runs
+    spec.max_positions = 256;
+    testing::write_tiny_model(model, spec);
+    if (tokenizer) {
+      const fs::path stories = testing::stories260k_dir();
+      for (const char* f : {"tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"})
+        fs::copy_file(stories / f, model / f);
+      std::ofstream(dir / "calib.txt")
+          << "Once upon a time there was a little girl named Lily. She liked to play in the park with her dog. "
+             "One day she found a big red ball under a tree and ran home to show her mom. Her mom smiled and "
+             "said they could play together after lunch. Lily was very happy and hugged her mom tight.";
+    }
+  }
+  ~Fixture() { fs::remove_all(dir); }
+  QuantizeConfig config(const std::string& out, const std::string& method = "rtn") const {
+    QuantizeConfig c;
+    c.model = model;
+    c.out = dir / out;
+    c.method = method;
+    c.quant = UniformQuant{4, 32, false};
+    if (method == "awq") {
+      c.calib_data = dir / "calib.txt";
+      c.draw = WindowDraw{6, 16, 3};
+      c.batch_size = 4;
+    }
+    return c;
+  }
+};
+
+std::vector<std::string> lines_of(const QuantizeConfig& cfg, QuantizeSummary* summary = nullptr) {
+  std::vector<std::string> lines;
+  QuantizeSummary s = run_quantize(cfg, [&](const std::string& l) { lines.push_back(l); });
+  if (summary) *summary = s;
+  return lines;
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& what) {
+  for (const auto& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+using testing::folder_digest;
+
+TEST(QuantizePipeline, RtnEqualsTheScalarReferenceOnEveryLinear) {
+  set_threads(1);
+  Fixture fx("rtn");
+  QuantizeSummary summary;
+  lines_of(fx.config("out"), &summary);
+  EXPECT_FALSE(fs::exists(fx.dir / "out.partial"));
+  Checkpoint src = Checkpoint::open(fx.model);
+  PackedCheckpoint packed = PackedCheckpoint::open(fx.dir / "out");
+  ASSERT_EQ(packed.linears().size(), 3u * 7u);
+  for (const PackedLinear& l : packed.linears()) {
+    const TensorView& w = src.get(l.name + ".weight");
+    const QuantizedMatrix ref = quantize_uniform(reinterpret_cast<const float*>(w.data), w.shape[0], w.shape[1], {4, 32, false});
+    std::vector<float> want(static_cast<size_t>(w.numel()));
+    dequantize_uniform(ref, want.data());
+    EXPECT_EQ(dequantize_linear(l), want) << l.name;
+    EXPECT_EQ(l.method, "rtn");
+    EXPECT_EQ(l.quant_type, "w4g32a");
+  }
+  // Norms and embeddings are carried over unchanged by RTN.
+  for (const char* name : {"model.layers.1.input_layernorm.weight", "model.embed_tokens.weight", "model.norm.weight"}) {
+    const TensorView* got = nullptr;
+    for (const TensorView* v : packed.dense_tensors())
+      if (v->name == name) got = v;
+    ASSERT_NE(got, nullptr) << name;
+    const TensorView& want = src.get(name);
+    ASSERT_EQ(got->nbytes, want.nbytes);
+    EXPECT_EQ(std::memcmp(got->data, want.data, want.nbytes), 0) << name;
+  }
+}
+
+TEST(QuantizePipeline, GroupSizeThatDoesNotDivideFallsBack) {
+  Fixture fx("fallback", /*intermediate=*/72);
+  auto cfg = fx.config("out");
+  cfg.quant.group_size = 64;
+  auto lines = lines_of(cfg);
+  EXPECT_TRUE(mentions(lines, "use w4pca")) << lines.front();
+  PackedCheckpoint packed = PackedCheckpoint::open(fx.dir / "out");
+  EXPECT_EQ(packed.find_linear("model.layers.0.mlp.down_proj")->quant_type, "w4pca");  // 72 columns
+  EXPECT_EQ(packed.find_linear("model.layers.0.mlp.up_proj")->quant_type, "w4g64a");   // 64 columns
+}
+
+TEST(QuantizePipeline, DryRunWritesNothingAndTheMemoryLimitRefuses) {
+  Fixture fx("plan");
+  auto cfg = fx.config("out");
+  cfg.dry_run = true;
+  auto lines = lines_of(cfg);
+  EXPECT_TRUE(mentions(lines, "predicted peak memory"));
+  EXPECT_FALSE(fs::exists(fx.dir / "out"));
+  cfg.dry_run = false;
+  cfg.max_memory = 1024 * 1024;  // 1 MiB: below the runtime's own footprint
+  try {
+    lines_of(cfg);
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--max-memory"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(fx.dir / "out"));
+  EXPECT_FALSE(fs::exists(fx.dir / "out.partial"));
+}
+
+TEST(QuantizePipeline, ResumedRunWritesTheSameBytesAndChangedOptionsStartOver) {
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
+  set_threads(1);
+  Fixture fx("resume", 96, /*tokenizer=*/true);
+  lines_of(fx.config("whole", "awq"));
+
+  auto interrupted = fx.config("resumed", "awq");
+  interrupted.stop_after_layers = 2;
+  EXPECT_THROW(lines_of(interrupted), Error);
+  EXPECT_FALSE(fs::exists(fx.dir / "resumed"));
+  EXPECT_TRUE(fs::exists(fx.dir / "resumed.partial" / "layer_00001.safetensors"));
+  QuantizeSummary summary;
+  auto lines = lines_of(fx.config("resumed", "awq"), &summary);
+  EXPECT_TRUE(mentions(lines, "resuming from"));
+  EXPECT_EQ(summary.resumed_layers, 2);
+  EXPECT_EQ(folder_digest(fx.dir / "resumed"), folder_digest(fx.dir / "whole"));
+
+  // A different calibration seed invalidates the saved layers.
+  auto changed = fx.config("changed", "awq");
+  changed.stop_after_layers = 1;
+  EXPECT_THROW(lines_of(changed), Error);
+  changed.stop_after_layers = -1;
+  changed.draw.seed = 4;
+  lines = lines_of(changed, &summary);
+  EXPECT_TRUE(mentions(lines, "starting over")) << lines.back();
+  EXPECT_TRUE(mentions(lines, "calibration"));
+  EXPECT_EQ(summary.resumed_layers, 0);
+}
+
+// Layer 0 sees the embeddings either way; later layers are calibrated on the outputs of the
+// quantized layers before them unless fp inputs are asked for (AutoAWQ's choice).
+TEST(QuantizePipeline, QuantizedLayerInputsChangeOnlyLaterLayers) {
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
+  set_threads(1);
+  Fixture fx("layer-inputs", 96, /*tokenizer=*/true);
+  auto quantized = fx.config("quantized", "awq");
+  quantized.quant = UniformQuant{2, 32, false};  // large rounding error: the inputs differ clearly
+  auto fp = quantized;
+  fp.out = fx.dir / "fp";
+  fp.quantized_inputs = false;
+  lines_of(quantized);
+  lines_of(fp);
+  const PackedCheckpoint a = PackedCheckpoint::open(quantized.out), b = PackedCheckpoint::open(fp.out);
+  auto bytes = [](const PackedCheckpoint& c, const std::string& name) {
+    const TensorView* t = c.weights().find(name);
+    EXPECT_NE(t, nullptr) << name;
+    return t ? std::string(reinterpret_cast<const char*>(t->data), t->nbytes) : std::string();
+  };
+  for (const char* role : {"self_attn.q_proj", "mlp.down_proj"}) {
+    const std::string name = std::string(".") + role + ".scales";
+    EXPECT_EQ(bytes(a, "model.layers.0" + name), bytes(b, "model.layers.0" + name)) << role;
+    EXPECT_NE(bytes(a, "model.layers.2" + name), bytes(b, "model.layers.2" + name)) << role;
+  }
+}
+
+}  // namespace
+}  // namespace fsq

@@ -1,0 +1,133 @@
+// Malformed input through the CLI: non-zero exit, exactly one line on stderr, no crash,
+// and no --json file left behind.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_support.h"
+#include "text_files.h"
+
+namespace fsq::clitest {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int kUsageError = 2;
+
+void expect_one_line_error(const RunResult& r, const std::string& mentions) {
+  EXPECT_GT(r.exit_code, 0) << "crashed or succeeded; stderr: " << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("fsq: error: ", 0), 0u) << r.err;
+  if (!mentions.empty()) {
+    EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
+  }
+}
+
+using testing::read_file;
+using testing::write_file;
+
+TEST(CliErrors, MissingModelDirectory) {
+  fs::path dir = make_temp_dir("fsq-cli-nomodel");
+  write_file(dir / "d.txt", "hello world");
+  RunResult r = run_fsq({"eval", "--model", (dir / "absent").string(), "--data", (dir / "d.txt").string()});
+  expect_one_line_error(r, "absent");
+  EXPECT_EQ(r.exit_code, kUsageError);
+  RunResult none = run_fsq({"eval", "--data", (dir / "d.txt").string()});
+  expect_one_line_error(none, "--model");
+  EXPECT_EQ(none.exit_code, kUsageError);
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, UnknownSubcommandAndOption) {
+  expect_one_line_error(run_fsq({"frobnicate"}), "");
+  fs::path dir = make_temp_dir("fsq-cli-opt");
+  expect_one_line_error(run_fsq({"eval", "--model", dir.string(), "--no-such-option"}), "--no-such-option");
+  fs::remove_all(dir);
+  expect_one_line_error(run_fsq({}), "");
+}
+
+TEST(CliErrors, BadProtocolAndSeqLen) {
+  FSQ_REQUIRE_STORIES260K();
+  auto base = std::vector<std::string>{"eval", "--model", stories260k_dir().string(), "--data",
+                                       tinystories_val().string(), "--no-speed"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_fsq(a);
+  };
+  expect_one_line_error(with({"--protocol", "wikitext"}), "--protocol");
+  expect_one_line_error(with({"--seq-len", "1"}), "--seq-len");
+  expect_one_line_error(with({"--seq-len", "4096"}), "--seq-len");
+  expect_one_line_error(with({"--dtype", "int3"}), "--dtype");
+}
+
+TEST(CliErrors, DataFileMissingEmptyOrTooShort) {
+  FSQ_REQUIRE_STORIES260K();
+  fs::path dir = make_temp_dir("fsq-cli-data");
+  auto eval = [&](const fs::path& data) {
+    return run_fsq({"eval", "--model", stories260k_dir().string(), "--data", data.string(), "--no-speed",
+                    "--seq-len", "256", "--json", (dir / "r.json").string()});
+  };
+  expect_one_line_error(eval(dir / "missing.txt"), "missing.txt");
+  write_file(dir / "empty.txt", "");
+  expect_one_line_error(eval(dir / "empty.txt"), "empty.txt");
+  write_file(dir / "short.txt", "Once upon a time");
+  expect_one_line_error(eval(dir / "short.txt"), "short.txt");
+  EXPECT_FALSE(fs::exists(dir / "r.json"));
+  // Nothing but the inputs is left in the folder (no temporary report files).
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 2u);
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, CorruptWeightsFile) {
+  FSQ_REQUIRE_STORIES260K();
+  fs::path dir = make_temp_dir("fsq-cli-corrupt");
+  fs::path model = dir / "model";
+  fs::create_directories(model);
+  copy_model_side_files(model);
+  std::string garbage(4096, '\x7f');
+  garbage.append("garbage");
+  write_file(model / "model.safetensors", garbage);
+  fs::path json = dir / "r.json";
+  RunResult r = run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(),
+                         "--json", json.string()});
+  expect_one_line_error(r, "model.safetensors");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(fs::exists(json));
+  expect_one_line_error(run_fsq({"inspect", model.string()}), "model.safetensors");
+  expect_one_line_error(run_fsq({"generate", "--model", model.string(), "--prompt", "x", "-n", "2"}),
+                        "model.safetensors");
+  // A truncated copy of the real file.
+  {
+    const std::string bytes = read_file(stories260k_dir() / "model.safetensors");
+    write_file(model / "model.safetensors", bytes.substr(0, bytes.size() / 2));
+  }
+  expect_one_line_error(run_fsq({"eval", "--model", model.string(), "--speed-only"}), "model.safetensors");
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, JsonIntoMissingFolderFailsBeforeWork) {
+  FSQ_REQUIRE_STORIES260K();
+  RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--speed-only", "--json",
+                         "/nonexistent-folder/r.json"});
+  expect_one_line_error(r, "--json");
+}
+
+TEST(CliErrors, CompareWithDifferentVocabulary) {
+  FSQ_REQUIRE_STORIES260K();
+  fs::path dir = make_temp_dir("fsq-cli-othertok");
+  fs::path other = dir / "model";
+  fs::create_directories(other);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer_config.json", "special_tokens_map.json"})
+    fs::copy_file(stories260k_dir() / f, other / f);
+  FSQ_REQUIRE_FIXTURE(testing::llama2_tokenizer(), testing::kHowToStageShared);
+  fs::copy_file(testing::llama2_tokenizer(), other / "tokenizer.model");
+  RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--compare", other.string(), "--data",
+                         tinystories_val().string(), "--max-windows", "1", "--no-speed"});
+  expect_one_line_error(r, "tokenizer");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fsq::clitest

@@ -1,0 +1,35 @@
+// Running the fsq binary from tests (fixture paths and FSQ_REQUIRE_STORIES260K: fixtures.h).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fixtures.h"
+#include "temp_dir.h"
+
+namespace fsq::clitest {
+
+struct RunResult {
+  int exit_code = -1;  // -1 when the process did not exit normally (crash, signal)
+  std::string out;
+  std::string err;
+};
+
+// Runs FSQ_BINARY with `args` (shell-quoted), capturing stdout and stderr.
+RunResult run_fsq(const std::vector<std::string>& args);
+
+using testing::make_temp_dir;
+using testing::stories260k_dir;
+using testing::tinystories_val;
+using testing::wikitext_test;
+
+// Copies the stories260K config/tokenizer files (not the weights) into `dir`.
+void copy_model_side_files(const std::filesystem::path& dir);
+nlohmann::json read_json(const std::filesystem::path& p);
+// Number of '\n' in s.
+size_t lines(const std::string& s);
+
+}  // namespace fsq::clitest
