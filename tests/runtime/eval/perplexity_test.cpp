@@ -112,6 +112,24 @@ TEST(Perplexity, BatchSizeDoesNotChangeTheSum) {
   EXPECT_NEAR(one, seven, kTight * std::abs(one));
 }
 
+// The last progress line reads 100 % with every window counted (it once stopped at 7/8).
+TEST(Perplexity, ProgressEndsAtAllWindows) {
+  const int64_t V = 11;
+  WindowPlan plan = plan_for(Protocol::Gptq, 8, 8 * 8 + 1, V);
+  ASSERT_EQ(plan.windows.size(), 8u);
+  LogitsFn fn = [V](const at::Tensor& ids) { return synthetic_logits(ids, V); };
+  for (int64_t batch : {1, 3}) {
+    EvalRunOptions ro;
+    ro.progress = ProgressMode::Lines;
+    ro.batch_size = batch;
+    ::testing::internal::CaptureStderr();
+    run_eval(fn, nullptr, plan, ro);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    const std::string last = err.substr(err.rfind('\n', err.size() - 2) + 1);
+    EXPECT_NE(last.find("100% 8/8"), std::string::npos) << "batch " << batch << ": " << err;
+  }
+}
+
 TEST(Perplexity, ScoredRowsPickShiftedTargets) {
   at::Tensor ids = at::tensor({10, 11, 12, 13, 20, 21, 22, 23}, at::kLong).reshape({2, 4});
   at::Tensor logits = at::arange(2 * 4 * 3, at::kFloat).reshape({2, 4, 3});

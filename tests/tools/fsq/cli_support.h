@@ -32,4 +32,9 @@ nlohmann::json read_json(const std::filesystem::path& p);
 // Number of '\n' in s.
 size_t lines(const std::string& s);
 
+// The quantize memory plan must never under-predict and stay useful as a limit: for the
+// `fsq quantize --json` summary, measured peak RSS <= predicted <= kPlanMaxOverPrediction x measured.
+constexpr double kPlanMaxOverPrediction = 1.25;
+void expect_plan_brackets_peak_rss(const std::filesystem::path& quantize_json);
+
 }  // namespace fsq::clitest

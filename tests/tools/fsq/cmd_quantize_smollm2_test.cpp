@@ -6,6 +6,7 @@
 // A reduced setting keeps it inside CI's budget: calibration 8 x 256 tokens from the tails of
 // both texts, evaluation on the first 2 windows of 1024 tokens of each (protocol gptq).
 // One thread: the recorded values were made so, and on 2 cores it was faster than two.
+// Each quantize run also checks its memory plan against its measured peak RSS.
 // Skipped (failed under CI) when SmolLM2 has not been fetched (scripts/fetch-model.sh smollm2-135m).
 #include <gtest/gtest.h>
 
@@ -48,13 +49,16 @@ class CliQuantizeSmolLM2 : public ::testing::Test {
 
   static fs::path quantize(const std::string& method, const Setting& s) {
     const fs::path out = dir_ / (method + std::to_string(s.bits) + "g" + std::to_string(s.group));
+    const fs::path json = out.string() + ".quantize.json";
     std::vector<std::string> args = {"quantize", "--model", testing::smollm2_hf().string(), "--method", method,
                                      "--bits", std::to_string(s.bits), "--group-size", std::to_string(s.group),
-                                     "--out", out.string(), "--threads", "1", "--progress", "off"};
+                                     "--out", out.string(), "--threads", "1", "--progress", "off",
+                                     "--json", json.string()};
     if (method == "awq")
       args.insert(args.end(), {"--calib-data", (dir_ / "calib").string(), "--samples", "8", "--seq-len", "256"});
     RunResult r = run_fsq(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code == 0) expect_plan_brackets_peak_rss(json);
     return out;
   }
 

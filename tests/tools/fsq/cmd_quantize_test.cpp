@@ -41,13 +41,16 @@ class CliQuantize : public ::testing::Test {
   static fs::path quantize(const std::string& method, int bits) {
     fs::path out = dir_ / (method + std::to_string(bits));
     if (fs::exists(out)) return out;
+    const fs::path json = out.string() + ".quantize.json";
     std::vector<std::string> args = {"quantize", "--model", stories260k_dir().string(), "--method", method,
                                      "--bits", std::to_string(bits), "--group-size", "32", "--out", out.string(),
-                                     "--threads", "1", "--progress", "off"};
+                                     "--threads", "1", "--progress", "off", "--json", json.string()};
     if (method == "awq")
       args.insert(args.end(), {"--calib-data", (dir_ / "calib.txt").string(), "--samples", "32", "--seq-len", "256"});
     RunResult r = run_fsq(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    // Every run also checks the memory plan against its measured peak RSS.
+    if (r.exit_code == 0) expect_plan_brackets_peak_rss(json);
     return out;
   }
 
