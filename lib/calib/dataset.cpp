@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/sha256.h"
+#include "common/utf8.h"
 #include "formats/tokenizer.h"
 
 namespace fsq {
@@ -22,7 +23,9 @@ std::string read_file(const fs::path& path) {
   std::ostringstream s;
   s << in.rdbuf();
   if (in.bad()) throw Error(path.string(), "read error");
-  return s.str();
+  std::string text = s.str();
+  check_text(text, path.string());
+  return text;
 }
 
 bool has_extension(const fs::path& p, const char* ext) { return p.extension() == ext; }

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/utf8.h"
 #include "common/json_file.h"
 
 namespace fsq {
@@ -43,43 +44,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 std::string span_text(uint64_t b, uint64_t e) {
   return "[" + std::to_string(b) + ", " + std::to_string(e) + ")";
-}
-
-// Returns the offset of the first byte that breaks strict UTF-8 (overlongs, surrogates and
-// code points above U+10FFFF are rejected), or npos when the text is valid.
-size_t find_invalid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t lo = 0x80, hi = 0xbf;  // allowed range of the second byte
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      if (c == 0xe0) lo = 0xa0;  // overlong
-      if (c == 0xed) hi = 0x9f;  // surrogates
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      if (c == 0xf0) lo = 0x90;  // overlong
-      if (c == 0xf4) hi = 0x8f;  // above U+10FFFF
-    } else {
-      return i;
-    }
-    if (s.size() - i < len) return i;
-    auto c1 = static_cast<unsigned char>(s[i + 1]);
-    if (c1 < lo || c1 > hi) return i;
-    for (size_t k = 2; k < len; ++k) {
-      auto ck = static_cast<unsigned char>(s[i + k]);
-      if (ck < 0x80 || ck > 0xbf) return i;
-    }
-    i += len;
-  }
-  return std::string_view::npos;
 }
 
 const char* json_type(const json& v) {

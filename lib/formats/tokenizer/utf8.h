@@ -1,4 +1,5 @@
-// UTF-8 helpers shared by the tokenizers: validation, code point iteration, encoding.
+// UTF-8 helpers shared by the tokenizers: code point iteration, encoding (validation is
+// common/utf8.h).
 #pragma once
 
 #include <cstddef>
@@ -6,11 +7,9 @@
 #include <string>
 #include <string_view>
 
-namespace fsq::tok {
+#include "common/utf8.h"  // find_invalid_utf8
 
-// Offset of the first invalid byte, or npos when `s` is valid UTF-8 (no surrogates,
-// no overlong forms, nothing above U+10FFFF).
-size_t find_invalid_utf8(std::string_view s);
+namespace fsq::tok {
 
 // Decodes the code point at s[i] (s must be valid UTF-8) and advances i past it.
 char32_t next_code_point(std::string_view s, size_t& i);

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/process.h"
 #include "common/sha256.h"
+#include "common/utf8.h"
 #include "formats/checkpoint.h"
 #include "formats/tokenizer.h"
 #include "runtime/eval/perplexity.h"
@@ -153,6 +154,7 @@ std::string read_text_file(const std::filesystem::path& path) {
   if (in.bad()) throw Error(path.string(), "read error");
   std::string text = ss.str();
   if (text.empty()) throw Error(path.string(), "data file is empty");
+  check_text(text, path.string());
   return text;
 }
 

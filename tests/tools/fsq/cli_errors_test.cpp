@@ -45,6 +45,28 @@ TEST(CliErrors, UnknownSubcommandAndOption) {
   expect_one_line_error(run_fsq({}), "");
 }
 
+// A binary file given as text is refused with its offset, not scored (it once gave
+// perplexity 6e10 with exit 0); the same for calibration data.
+TEST(CliErrors, BinaryDataIsRefusedAsText) {
+  FSQ_REQUIRE_STORIES260K();
+  fs::path dir = make_temp_dir("fsq-cli-binary");
+  write_file(dir / "binary.txt", std::string("Once upon\0\x01\x02 a time", 21));
+  write_file(dir / "latin1.txt", "caf\xe9 au lait");
+  RunResult nul = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", (dir / "binary.txt").string(),
+                           "--no-speed", "--json", (dir / "r.json").string()});
+  expect_one_line_error(nul, "NUL byte at offset 9");
+  EXPECT_NE(nul.err.find("binary.txt"), std::string::npos) << nul.err;
+  RunResult latin1 = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", (dir / "latin1.txt").string(),
+                              "--no-speed"});
+  expect_one_line_error(latin1, "invalid byte at offset 3");
+  RunResult weights = run_fsq({"calibrate", "--model", stories260k_dir().string(), "--data",
+                               (stories260k_dir() / "model.safetensors").string(), "--out", (dir / "c.safetensors").string()});
+  expect_one_line_error(weights, "model.safetensors");
+  EXPECT_FALSE(fs::exists(dir / "r.json"));
+  EXPECT_FALSE(fs::exists(dir / "c.safetensors"));
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, BadProtocolAndSeqLen) {
   FSQ_REQUIRE_STORIES260K();
   auto base = std::vector<std::string>{"eval", "--model", stories260k_dir().string(), "--data",
