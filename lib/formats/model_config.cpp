@@ -3,6 +3,7 @@
 // one typed accessor that names the key when its JSON type is wrong.
 #include "formats/model_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -165,6 +166,12 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   c.rope_scaling = parse_rope_scaling(j, source);
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", c.tie_word_embeddings);
   c.attention_bias = arch.forced_attention_bias() || r.boolean("attention_bias", false);
+  // The activation changes the math: refuse what the runtime does not compute, never run
+  // it as SiLU. transformers' default for these architectures is silu.
+  const std::string act = r.string("hidden_act", "silu");
+  if (std::find(arch.hidden_acts.begin(), arch.hidden_acts.end(), act) == arch.hidden_acts.end())
+    throw Error(source, "hidden_act " + quote_name(act) + " is not supported for " + arch.hf_name +
+                            " (supported: " + join_names(arch.hidden_acts) + ")");
   // transformers >= 4.56 writes "dtype"; older configs "torch_dtype".
   c.torch_dtype = r.string("torch_dtype", r.string("dtype", c.torch_dtype));
   c.bos_token_id = r.first_id("bos_token_id");

@@ -13,7 +13,7 @@ namespace {
 struct EvalFlags {
   std::string model, data, compare, json, protocol = "gptq", progress = "auto";
   int64_t seq_len = 0, max_windows = 0, batch_size = 0;
-  bool no_speed = false, speed_only = false, force = false;
+  bool no_speed = false, speed_only = false, force = false, allow_nonfinite = false;
   RuntimeFlags rt;
 };
 
@@ -30,6 +30,7 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   cfg.runtime = runtime_options(f.rt);
   cfg.perplexity = !f.speed_only;
   cfg.speed = !f.no_speed;
+  cfg.allow_nonfinite = f.allow_nonfinite;
   cfg.progress = apply_progress(f.progress);
   cfg.threads = apply_threads(f.rt.threads);
   cfg.fsq_version = version();
@@ -69,6 +70,8 @@ Command add_eval_command(CLI::App& root) {
       ->check(CLI::NonNegativeNumber);
   app->add_option("--json", f->json, "also write the full report as JSON (atomically)");
   add_force_flag(app, f->force);
+  app->add_flag("--allow-nonfinite", f->allow_nonfinite,
+                "report a NaN/Inf perplexity instead of failing at the first window that produces one");
   auto* no_speed = app->add_flag("--no-speed", f->no_speed, "skip the speed measurements");
   auto* speed_only = app->add_flag("--speed-only", f->speed_only, "only load time, speed and memory");
   no_speed->excludes(speed_only);

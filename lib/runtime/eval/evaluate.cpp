@@ -100,6 +100,7 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
   EvalRunOptions ro_eval;
   ro_eval.device = ro.device;
   ro_eval.progress = cfg.progress;
+  ro_eval.allow_nonfinite = cfg.allow_nonfinite;
   ro_eval.batch_size = cfg.batch_size > 0 ? cfg.batch_size
                                           : auto_batch_size(plan.seq_len, m.ckpt.config().vocab_size,
                                                             m.ckpt.config().num_heads, ref.has_value());

@@ -27,6 +27,7 @@ struct EvalConfig {
   int threads = 0;                 // as applied by the caller (stamped into the report)
   bool perplexity = true;          // false: --speed-only
   bool speed = true;               // false: --no-speed
+  bool allow_nonfinite = false;    // --allow-nonfinite: report NaN/Inf perplexity instead of failing
   SpeedOptions speed_options;
   ProgressMode progress = ProgressMode::Auto;
   std::string fsq_version;

@@ -38,6 +38,19 @@ double NllStats::mean_nll() const {
 
 double NllStats::ppl() const { return std::exp(mean_nll()); }
 
+namespace {
+
+// The running sum turns NaN/Inf at the first bad window and stays so: fail there, naming it.
+void check_finite(const NllStats& stats, size_t first, size_t count, const char* which) {
+  if (std::isfinite(stats.nll_sum)) return;
+  const std::string windows = count == 1 ? "window " + std::to_string(first)
+                                         : "windows " + std::to_string(first) + "-" + std::to_string(first + count - 1);
+  throw Error(windows, std::string("the ") + which + "'s log-likelihood is not finite (NaN/Inf logits: weights or "
+                           "activations overflow the compute dtype?); pass --allow-nonfinite to report it anyway");
+}
+
+}  // namespace
+
 void add_nll(const at::Tensor& rows, const at::Tensor& targets, NllStats& stats) {
   at::Tensor logp = at::log_softmax(rows.to(at::kFloat), -1);
   at::Tensor picked = logp.gather(-1, targets.to(at::kLong).unsqueeze(-1)).squeeze(-1);
@@ -88,10 +101,12 @@ EvalResult run_eval(const LogitsFn& model, const LogitsFn* ref, const WindowPlan
     at::Tensor logits = model(ids);
     ScoredRows mine = scored_rows(logits, ids, shape);
     add_nll(mine.rows, mine.targets, res.model);
+    if (!opts.allow_nonfinite) check_finite(res.model, first, count, "model");
     if (ref) {
       at::Tensor ref_logits = (*ref)(ids);
       ScoredRows theirs = scored_rows(ref_logits, ids, shape);
       add_nll(theirs.rows, theirs.targets, *res.ref);
+      if (!opts.allow_nonfinite) check_finite(*res.ref, first, count, "reference model");
       add_compare(mine.rows, theirs.rows, *res.compare);
     }
     res.windows += static_cast<int64_t>(count);

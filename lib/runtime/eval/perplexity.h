@@ -45,6 +45,8 @@ struct EvalRunOptions {
   int64_t batch_size = 1;
   c10::Device device = c10::Device(c10::kCPU);
   ProgressMode progress = ProgressMode::Auto;
+  // A NaN/Inf log-likelihood fails the run naming its windows, unless this is set.
+  bool allow_nonfinite = false;
 };
 
 struct EvalResult {

@@ -130,6 +130,33 @@ TEST(Perplexity, ProgressEndsAtAllWindows) {
   }
 }
 
+// NaN logits in one window fail the run naming that window, unless allowed.
+TEST(Perplexity, NonFiniteLogitsFailNamingTheWindow) {
+  const int64_t V = 13;
+  WindowPlan plan = plan_for(Protocol::Gptq, 8, 8 * 5 + 1, V);
+  ASSERT_EQ(plan.windows.size(), 5u);
+  int64_t calls = 0;  // batch size 1: call k scores window k
+  LogitsFn fn = [V, &calls](const at::Tensor& ids) {
+    at::Tensor logits = synthetic_logits(ids, V);
+    if (calls++ == 3) logits[0][2][0] = NAN;
+    return logits;
+  };
+  EvalRunOptions ro;
+  ro.progress = ProgressMode::Off;
+  ro.batch_size = 1;
+  try {
+    run_eval(fn, nullptr, plan, ro);
+    ADD_FAILURE() << "expected fsq::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("window 3:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--allow-nonfinite"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(calls, 4) << "the run must stop at the first bad window";
+  calls = 0;
+  ro.allow_nonfinite = true;
+  EXPECT_TRUE(std::isnan(run_eval(fn, nullptr, plan, ro).model.nll_sum));
+}
+
 TEST(Perplexity, ScoredRowsPickShiftedTargets) {
   at::Tensor ids = at::tensor({10, 11, 12, 13, 20, 21, 22, 23}, at::kLong).reshape({2, 4});
   at::Tensor logits = at::arange(2 * 4 * 3, at::kFloat).reshape({2, 4, 3});
