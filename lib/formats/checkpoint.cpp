@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/json_file.h"
 #include "common/sha256.h"
+#include "formats/architectures.h"
 #include "formats/gguf/gguf_model.h"
 
 namespace fsq {
@@ -50,6 +51,27 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index) {
   return map;
 }
 
+// The config's layer count must be the weights' layer count: a smaller num_hidden_layers
+// would silently drop layers, a larger one fail later with a missing tensor.
+void check_layer_count(const Checkpoint& c, const std::string& where) {
+  const ArchSpec& arch = arch_spec_for(c.config().architecture);
+  const std::string prefix = arch.layer_prefix.substr(0, arch.layer_prefix.find("{layer}"));
+  int64_t layers = 0;
+  for (const TensorView* t : c.tensors()) {
+    if (t->name.rfind(prefix, 0) != 0) continue;
+    const size_t end = t->name.find('.', prefix.size());
+    const std::string index = t->name.substr(prefix.size(), end - prefix.size());
+    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos || index.size() > 9) continue;
+    layers = std::max<int64_t>(layers, std::stoll(index) + 1);
+  }
+  // Weights without any layer tensor (format-level fixtures) are left to the model loader,
+  // which names the first missing tensor.
+  if (layers > 0 && layers != c.config().num_layers)
+    throw Error(where, "the config says " + std::to_string(c.config().num_layers) + " decoder layers but the weights hold " +
+                           std::to_string(layers) + " (" + prefix + "0.." + std::to_string(std::max<int64_t>(layers - 1, 0)) +
+                           "); fix num_hidden_layers (block_count in GGUF) or the weights");
+}
+
 }  // namespace
 
 Checkpoint Checkpoint::open(const fs::path& dir) {
@@ -67,6 +89,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
   const fs::path index = dir / kIndexFile;
   if (fs::exists(single, ec)) {
     c.shards_.push_back(SafetensorsFile::open(single));
+    check_layer_count(c, dir.string());
     return c;
   }
   if (!fs::exists(index, ec))
@@ -103,6 +126,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
       throw Error(index.string(), "tensor " + quote_name(name) + " is mapped to shard " + quote_name(file) +
                                       ", which does not contain it");
   }
+  check_layer_count(c, dir.string());
   return c;
 }
 
@@ -118,6 +142,7 @@ Checkpoint Checkpoint::from_memory(fs::path source, ModelConfig config, OwnedTen
       throw Error(c.dir_.string(), "tensor " + quote_name(tensors.views[i].name) + " appears twice");
   c.owned_ = std::make_shared<const OwnedTensors>(std::move(tensors));
   c.known_sha256_ = std::move(weights_sha256);
+  check_layer_count(c, c.dir_.string());
   return c;
 }
 

@@ -155,6 +155,15 @@ std::vector<Case> cases() {
       ck("ConfigUnsupportedActivation",
          [](const TempDir& d) { single_checkpoint(d, llama_config({{"hidden_act", "relu"}})); },
          "config.json", "hidden_act 'relu' is not supported for LlamaForCausalLM (supported: silu)"),
+      ck("ConfigFewerLayersThanTheWeights",
+         [](const TempDir& d) {
+           write_bytes(d / "config.json", llama_config({{"num_hidden_layers", 1}}));
+           write_bytes(d / "model.safetensors",
+                       safetensors_bytes(R"({"model.layers.0.input_layernorm.weight":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                         R"("model.layers.1.input_layernorm.weight":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                         8));
+         },
+         "fsq-formats-test", "the config says 1 decoder layers but the weights hold 2"),
       ck("ConfigWrongType",
          [](const TempDir& d) { single_checkpoint(d, llama_config({{"num_hidden_layers", "2"}})); },
          "config.json", "key \"num_hidden_layers\" must be an integer"),

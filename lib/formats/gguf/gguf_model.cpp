@@ -55,6 +55,7 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   c.architecture = a.hf_name;
   c.model_type = a.model_type;
   c.num_layers = static_cast<int64_t>(g.get_u64(p + "block_count"));
+  if (c.num_layers <= 0) throw Error(g.name(), p + "block_count must be positive, got " + std::to_string(c.num_layers));
   c.hidden_size = static_cast<int64_t>(g.get_u64(p + "embedding_length"));
   c.intermediate_size = static_cast<int64_t>(g.get_u64(p + "feed_forward_length"));
   c.num_heads = static_cast<int64_t>(g.get_u64(p + "attention.head_count"));

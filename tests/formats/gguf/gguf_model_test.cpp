@@ -46,11 +46,12 @@ std::string gguf_name(const std::string& hf) {
   return hf;
 }
 
-std::string write_as_gguf(const Checkpoint& hf, const testing::TinyModelSpec& s) {
+// block_count >= 0 overrides the layer count written into the metadata.
+std::string write_as_gguf(const Checkpoint& hf, const testing::TinyModelSpec& s, int64_t block_count = -1) {
   using namespace fsq::test;
   GgufBuilder b;
   b.kv("general.architecture", kStr, gstr("llama"));
-  b.kv("llama.block_count", kU32, le<uint32_t>(static_cast<uint32_t>(s.layers)));
+  b.kv("llama.block_count", kU32, le<uint32_t>(static_cast<uint32_t>(block_count >= 0 ? block_count : s.layers)));
   b.kv("llama.embedding_length", kU32, le<uint32_t>(static_cast<uint32_t>(s.hidden)));
   b.kv("llama.feed_forward_length", kU32, le<uint32_t>(static_cast<uint32_t>(s.intermediate)));
   b.kv("llama.attention.head_count", kU32, le<uint32_t>(static_cast<uint32_t>(s.heads)));
@@ -96,6 +97,30 @@ void expect_same_logits(bool tied) {
 
 TEST(GgufModel, UntiedImportMatchesSourceCheckpoint) { expect_same_logits(false); }
 TEST(GgufModel, TiedImportMatchesSourceCheckpoint) { expect_same_logits(true); }
+
+// block_count gets the checks num_hidden_layers gets: 0 and a count the tensors do not have
+// are refused when the file is opened (convert wrote such folders with exit 0).
+TEST(GgufModel, BlockCountMustMatchTheTensors) {
+  testing::TinyModelSpec spec;
+  auto dir = testing::make_temp_dir("fsq-gguf-blocks");
+  testing::write_tiny_model(dir, spec);
+  auto hf = Checkpoint::open(dir);
+  for (const auto& [count, message] : std::vector<std::pair<int64_t, std::string>>{
+           {0, "llama.block_count must be positive"},
+           {1000, "the config says 1000 decoder layers but the weights hold 2"},
+           {1, "the config says 1 decoder layers but the weights hold 2"}}) {
+    test::TempFile gguf("blocks.gguf");
+    gguf.write(write_as_gguf(hf, spec, count));
+    try {
+      Checkpoint::open(gguf.path());
+      ADD_FAILURE() << "block_count " << count << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("blocks.gguf"), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(GgufModel, MissingArchitectureKeyIsNamed) {
   using namespace fsq::test;
