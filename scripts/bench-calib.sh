@@ -9,20 +9,13 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${FSQ_BUILD_DIR:-$root/build}"
 shared="${FSQ_SHARED_DIR:-$root/../shared}"
 cache="${FSQ_CACHE:-$HOME/.cache/fsq}"
 threads="${FSQ_THREADS:-$(nproc)}"
 samples="${FSQ_SAMPLES:-128}"
 data="$shared/data/tinystories/tinystories_val.txt"
 
-log="$(mktemp)"
-if ! { [[ -f "$build/build.ninja" ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release; } >"$log" 2>&1 ||
-   ! cmake --build "$build" --target fsq -j "${FSQ_JOBS:-2}" >>"$log" 2>&1; then
-  cat "$log" >&2; rm -f "$log"; echo "bench-calib: build failed" >&2; exit 1
-fi
-rm -f "$log"
-fsq="$build/tools/fsq/fsq"
+fsq="$("$root/scripts/build-fsq.sh" bench-calib)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 

@@ -9,23 +9,12 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${FSQ_BUILD_DIR:-$root/build}"
 shared="${FSQ_SHARED_DIR:-$root/../shared}"
 threads="${FSQ_THREADS:-$(nproc)}"
 device="${FSQ_DEVICE:-cpu}"
 dtype="${FSQ_DTYPE:-f32}"
-jobs="${FSQ_JOBS:-2}"
 
-# Build only the binary, and only when needed (ninja is a no-op when up to date).
-# Its log is shown only when the build fails.
-log="$(mktemp)"
-if ! { [[ -f "$build/build.ninja" || -f "$build/Makefile" ]] ||
-       cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release; } >"$log" 2>&1 ||
-   ! cmake --build "$build" --target fsq -j "$jobs" >>"$log" 2>&1; then
-  cat "$log" >&2; rm -f "$log"; echo "bench: build failed" >&2; exit 1
-fi
-rm -f "$log"
-fsq="$build/tools/fsq/fsq"
+fsq="$("$root/scripts/build-fsq.sh" bench)"
 
 models=("$shared/models/stories260K" "$@")
 tmp="$(mktemp -d)"

@@ -13,7 +13,6 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${FSQ_BUILD_DIR:-$root/build}"
 shared="${FSQ_SHARED_DIR:-$root/../shared}"
 threads="${FSQ_THREADS:-$(nproc)}"
 reference="$root/tests/data/smollm2/reference/reference.json"
@@ -24,13 +23,7 @@ if [ ! -f "$text" ]; then
   echo "check-reference: $text is absent (the shared fixtures must sit beside the clone)" >&2
   exit 1
 fi
-log="$(mktemp)"
-if ! { [[ -f "$build/build.ninja" ]] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release; } >"$log" 2>&1 ||
-   ! cmake --build "$build" --target fsq >>"$log" 2>&1; then
-  cat "$log" >&2; rm -f "$log"; echo "check-reference: build failed" >&2; exit 1
-fi
-rm -f "$log"
-fsq="$build/tools/fsq/fsq"
+fsq="$("$root/scripts/build-fsq.sh" check-reference)"
 gguf="$(FSQ_BIN="$fsq" "$root/scripts/fetch-model.sh" smollm2-135m | tail -n 1)"
 
 tmp="$(mktemp -d)"
