@@ -68,7 +68,7 @@ void check_layer_count(const Checkpoint& c, const std::string& where) {
   // which names the first missing tensor.
   if (layers > 0 && layers != c.config().num_layers)
     throw Error(where, "the config says " + std::to_string(c.config().num_layers) + " decoder layers but the weights hold " +
-                           std::to_string(layers) + " (" + prefix + "0.." + std::to_string(std::max<int64_t>(layers - 1, 0)) +
+                           std::to_string(layers) + " (" + prefix + "0.." + std::to_string(layers - 1) +
                            "); fix num_hidden_layers (block_count in GGUF) or the weights");
 }
 

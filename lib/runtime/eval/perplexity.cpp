@@ -30,16 +30,6 @@ void check_plan(const WindowPlan& plan) {
   }
 }
 
-}  // namespace
-
-double NllStats::mean_nll() const {
-  return tokens > 0 ? nll_sum / static_cast<double>(tokens) : 0.0;
-}
-
-double NllStats::ppl() const { return std::exp(mean_nll()); }
-
-namespace {
-
 // The running sum turns NaN/Inf at the first bad window and stays so: fail there, naming it.
 void check_finite(const NllStats& stats, size_t first, size_t count, const char* which) {
   if (std::isfinite(stats.nll_sum)) return;
@@ -50,6 +40,12 @@ void check_finite(const NllStats& stats, size_t first, size_t count, const char*
 }
 
 }  // namespace
+
+double NllStats::mean_nll() const {
+  return tokens > 0 ? nll_sum / static_cast<double>(tokens) : 0.0;
+}
+
+double NllStats::ppl() const { return std::exp(mean_nll()); }
 
 void add_nll(const at::Tensor& rows, const at::Tensor& targets, NllStats& stats) {
   at::Tensor logp = at::log_softmax(rows.to(at::kFloat), -1);
