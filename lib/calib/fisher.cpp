@@ -89,7 +89,7 @@ FisherResult fisher_diagonals(const LlamaModel& model, const Checkpoint& ckpt, c
     for (int64_t s = 0; s < n; ++s) {
       at::Tensor x = hidden[static_cast<size_t>(i)].narrow(0, s, 1).to(device).detach();
       if (need_input_grad) x.requires_grad_(true);
-      at::Tensor y = layer.forward(x, model.rope(), cfg, 0, nullptr, i);
+      at::Tensor y = layer.forward(x, model.rope(x.size(1)), cfg, 0, nullptr, i);
       std::vector<at::Tensor> inputs = wrt;
       if (need_input_grad) inputs.push_back(x);
       auto grads = torch::autograd::grad({y}, inputs, {out_grads.narrow(0, s, 1).to(device, y.scalar_type())});

@@ -66,7 +66,7 @@ StreamResult stream_activation_stats(const LlamaModel& model, const Checkpoint& 
     StatsTap tap(stats);
     at::Tensor next = at::empty_like(hidden);
     for_each_batch([&](int64_t b, int64_t nb) {
-      at::Tensor y = layer.forward(hidden.narrow(0, b, nb).to(device), model.rope(), cfg, 0, nullptr, i, &tap);
+      at::Tensor y = layer.forward(hidden.narrow(0, b, nb).to(device), model.rope(hidden.size(1)), cfg, 0, nullptr, i, &tap);
       add_activation(stats.output, y);
       next.narrow(0, b, nb).copy_(y);
     });

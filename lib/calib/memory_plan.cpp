@@ -1,6 +1,7 @@
 #include "calib/memory_plan.h"
 
 #include "formats/model_config.h"
+#include "runtime/rope_size.h"
 
 namespace fsq {
 namespace {
@@ -28,7 +29,8 @@ CalibrationMemory predict_calibration_memory(const ModelConfig& c, const Calibra
   CalibrationMemory m;
   m.runtime = kRuntimeBytes;
   m.checkpoint = s.checkpoint_bytes;
-  m.shell = (c.tie_word_embeddings ? 1 : 2) * v * h * e + 2 * c.max_position_embeddings * c.head_dim * e;
+  m.shell = (c.tie_word_embeddings ? 1 : 2) * v * h * e +
+            rope_table_bytes(rope_table_positions(t, 0, c.max_position_embeddings), c.head_dim, e);
   m.layer = layer_parameters(c) * e;
   // Per token of one forward: norms/residuals (~6 h), q/k/v/attention out (~4 h), the MLP
   // (~4 intermediate), fp32 copies for the statistics (~2 intermediate), and the score rows.

@@ -216,6 +216,14 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
   return c;
 }
 
+std::set<std::string> PackedCheckpoint::linear_tensor_names() const {
+  std::set<std::string> names;
+  for (const PackedLinear& l : linears_)
+    for (const TensorView* t : {l.qweight, l.scales, l.qzeros, l.bias})
+      if (t != nullptr) names.insert(t->name);
+  return names;
+}
+
 const PackedLinear* PackedCheckpoint::find_linear(const std::string& name) const {
   auto it = std::lower_bound(linears_.begin(), linears_.end(), name,
                              [](const PackedLinear& l, const std::string& n) { return l.name < n; });

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,8 @@ class PackedCheckpoint {
   const nlohmann::json& manifest() const { return manifest_; }           // fsq.json
   const std::vector<PackedLinear>& linears() const { return linears_; }  // sorted by name
   const PackedLinear* find_linear(const std::string& name) const;        // nullptr if absent
+  // Names of the tensors the quantized linears own (qweight, scales, qzeros, bias).
+  std::set<std::string> linear_tensor_names() const;
   // Tensors that are not a quantized linear's qweight/scales/qzeros (biases included).
   const std::vector<const TensorView*>& dense_tensors() const { return dense_; }
   const SafetensorsFile& weights() const { return *weights_; }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <deque>
+#include <malloc.h>
 
 #include "calib/layer_stream.h"
 #include "common/error.h"
@@ -173,6 +174,8 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   if (!store_message.empty()) log(store_message);
 
   auto shell = LlamaModel::load(ckpt, cfg.runtime, /*with_layers=*/false);
+  // Calibration windows run at positions [0, seq_len); data-free passes run no forward.
+  const RopeTables rope = shell->rope(pass_info.needs_calibration ? cfg.draw.seq_len : 0);
   const auto pass = pass_info.make();
   at::Tensor hidden;
   if (pass_info.needs_calibration) {
@@ -197,15 +200,15 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         if (pass_info.needs_calibration && later_layers_pending(i)) {
           DecoderLayer saved = shell->load_layer(ckpt, i);
           if (cfg.quantized_inputs) use_stored_values(saved, arch, store.load(i));
-          hidden = run_fp_layer(saved, hidden, shell->rope(), mc, i, cfg.batch_size, false).output;
+          hidden = run_fp_layer(saved, hidden, rope, mc, i, cfg.batch_size, false).output;
         }
         bar.update(i + 1, "layer " + std::to_string(i) + " (saved)");
         continue;
       }
       DecoderLayer layer = shell->load_layer(ckpt, i);
       LayerRun run;
-      if (pass_info.needs_calibration) run = run_fp_layer(layer, hidden, shell->rope(), mc, i, cfg.batch_size, true);
-      PassContext ctx{mc, arch, shell->rope(), i, cfg.quant, cfg.batch_size, cfg.search_tokens};
+      if (pass_info.needs_calibration) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
+      PassContext ctx{mc, arch, rope, i, cfg.quant, cfg.batch_size, cfg.search_tokens};
       nlohmann::json report = pass->run(layer, run.acts, ctx);
       const StoredLayer stored = quantize_layer(layer, arch, cfg.quant, report);
       store.save(i, stored);
@@ -213,10 +216,11 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         throw Error("quantize", "stopped after " + std::to_string(quantized_now) + " layers (testing hook)");
       if (pass_info.needs_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
         use_stored_values(layer, arch, stored);
-        hidden = run_fp_layer(layer, hidden, shell->rope(), mc, i, cfg.batch_size, false).output;
+        hidden = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, false).output;
       } else if (pass_info.needs_calibration) {
         hidden = run.output;
       }
+      malloc_trim(0);
       bar.update(i + 1, "layer " + std::to_string(i));
     }
     bar.finish();

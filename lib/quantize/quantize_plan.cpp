@@ -7,6 +7,7 @@
 #include "formats/architectures.h"
 #include "formats/checkpoint.h"
 #include "formats/quant/quant_types.h"
+#include "runtime/rope_size.h"
 
 namespace fsq {
 namespace {
@@ -69,6 +70,7 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   // Codes (one byte per weight) of every layer are held while the checkpoint is written.
   p.assembled = p.quantized_parameters + p.output_bytes;
   if (s.calibrated) {
+    p.shell += rope_table_bytes(rope_table_positions(s.seq_len, 0, c.max_position_embeddings), c.head_dim, kF32);
     p.calibration_runtime = kCalibrationRuntimeBytes;
     const int64_t tokens = s.samples * s.seq_len;
     // hidden in/out, and each group's input twice (as captured and scaled for the clip search)

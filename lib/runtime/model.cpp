@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "formats/packed_checkpoint.h"
+#include "formats/tensor_inventory.h"
 #include "runtime/quant_linear.h"
 #include "runtime/torch_bridge.h"
 
@@ -101,6 +102,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
   m->packed_ = packed;
   const ModelConfig& c = m->cfg_;
   const ArchSpec& a = *m->arch_;
+  check_no_unused_tensors(ckpt, packed ? packed->linear_tensor_names() : std::set<std::string>{});
   Loader load(ckpt, opts, packed);
 
   const int64_t H = c.hidden_size;
@@ -116,7 +118,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
     for (int64_t i = 0; i < c.num_layers; ++i) m->layers_.push_back(load_decoder_layer(load, c, a, i));
   }
   m->parameter_count_ = load.count();
-  m->rope_ = make_rope_tables(c, c.max_position_embeddings, opts.compute_dtype, opts.device);
+  m->rope_ = std::make_unique<RotaryCache>(c, opts.compute_dtype, opts.device);
   return m;
 }
 
@@ -211,8 +213,9 @@ at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache) const {
   if (ids.dim() != 2) throw Error("forward", "token ids must be [batch, tokens]");
   const int64_t start = cache ? cache->length : 0;
   at::Tensor h = embed(ids);
+  const RopeTables rope = rope_->tables(start + ids.size(1));
   for (size_t i = 0; i < layers_.size(); ++i)
-    h = layers_[i].forward(h, rope_, cfg_, start, cache, static_cast<int64_t>(i));
+    h = layers_[i].forward(h, rope, cfg_, start, cache, static_cast<int64_t>(i));
   if (cache) cache->length += ids.size(1);
   return head(h);
 }

@@ -16,6 +16,7 @@
 #include "formats/model_config.h"
 #include "formats/architectures.h"
 #include "runtime/linear.h"
+#include "runtime/rope.h"
 
 namespace fsq {
 
@@ -34,14 +35,6 @@ struct KVCache {
   int64_t length = 0;   // positions filled so far
   int64_t capacity = 0;
 };
-
-// Rotary tables for positions [0, max_len): cos/sin [max_len, head_dim], HF rotate_half layout.
-struct RopeTables {
-  at::Tensor cos;
-  at::Tensor sin;
-};
-RopeTables make_rope_tables(const ModelConfig& cfg, int64_t max_len, c10::ScalarType dtype,
-                            c10::Device device);
 
 // Observes what a decoder layer computes, for calibration. `group` is an ArchSpec group
 // name ("attn_in", "attn_out", "mlp_in", "mlp_out"): x is the input that group's linears read.
@@ -95,7 +88,10 @@ class LlamaModel {
   at::Tensor embed(const at::Tensor& ids) const;         // [B, T, hidden] in compute dtype
   at::Tensor head(const at::Tensor& hidden) const;       // final norm + lm_head -> fp32 logits
   const std::vector<DecoderLayer>& layers() const { return layers_; }
-  const RopeTables& rope() const { return rope_; }
+  // Rotary tables covering positions [0, end), built on first use; throws fsq::Error when
+  // end exceeds max_position_embeddings.
+  RopeTables rope(int64_t end) const { return rope_->tables(end); }
+  int64_t rope_positions() const { return rope_->positions(); }  // built so far
 
   const ModelConfig& config() const { return cfg_; }
   const ArchSpec& arch() const { return *arch_; }
@@ -110,7 +106,7 @@ class LlamaModel {
   at::Tensor final_norm_;  // [hidden]
   std::unique_ptr<Linear> lm_head_;
   std::vector<DecoderLayer> layers_;
-  RopeTables rope_;
+  std::unique_ptr<RotaryCache> rope_;
   int64_t parameter_count_ = 0;
   const PackedCheckpoint* packed_ = nullptr;
 };

@@ -1,12 +1,12 @@
-// Rotary position tables (HF rotate_half layout), with llama3 and linear frequency scaling.
+#include "runtime/rope.h"
+
 #include <ATen/ATen.h>
 
 #include <cmath>
 #include <numbers>
-#include <vector>
 
 #include "common/error.h"
-#include "runtime/model.h"
+#include "runtime/rope_size.h"
 
 namespace fsq {
 namespace {
@@ -41,17 +41,56 @@ std::vector<double> inverse_frequencies(const ModelConfig& cfg) {
   return inv;
 }
 
+// Angles in double, converted to `dtype` in chunks of rows so that the double temporaries
+// stay small next to the tables themselves.
+RopeTables build_tables(const std::vector<double>& inv, int64_t head_dim, int64_t positions, c10::ScalarType dtype,
+                        c10::Device device) {
+  constexpr int64_t kChunkRows = 1024;
+  const int64_t half = static_cast<int64_t>(inv.size());
+  const auto cpu = at::TensorOptions().dtype(dtype);
+  RopeTables t{at::empty({positions, head_dim}, cpu), at::empty({positions, head_dim}, cpu)};
+  for (int64_t first = 0; first < positions; first += kChunkRows) {
+    const int64_t rows = std::min(kChunkRows, positions - first);
+    auto angles = at::empty({rows, head_dim}, at::kDouble);
+    auto a = angles.accessor<double, 2>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < half; ++i) a[r][i] = a[r][i + half] = static_cast<double>(first + r) * inv[i];
+    t.cos.narrow(0, first, rows).copy_(angles.cos());
+    t.sin.narrow(0, first, rows).copy_(angles.sin());
+  }
+  if (device.is_cpu()) return t;
+  return {t.cos.to(device), t.sin.to(device)};
+}
+
 }  // namespace
 
-RopeTables make_rope_tables(const ModelConfig& cfg, int64_t max_len, c10::ScalarType dtype, c10::Device device) {
-  const auto inv = inverse_frequencies(cfg);
-  const int64_t half = static_cast<int64_t>(inv.size());
-  auto angles = at::empty({max_len, cfg.head_dim}, at::kDouble);
-  auto a = angles.accessor<double, 2>();
-  for (int64_t p = 0; p < max_len; ++p)
-    for (int64_t i = 0; i < half; ++i) a[p][i] = a[p][i + half] = static_cast<double>(p) * inv[i];
-  auto opts = at::TensorOptions().dtype(dtype).device(device);
-  return {angles.cos().to(opts), angles.sin().to(opts)};
+RopeTables make_rope_tables(const ModelConfig& cfg, int64_t positions, c10::ScalarType dtype, c10::Device device) {
+  return build_tables(inverse_frequencies(cfg), cfg.head_dim, positions, dtype, device);
+}
+
+RotaryCache::RotaryCache(const ModelConfig& cfg, c10::ScalarType dtype, c10::Device device)
+    : inverse_frequencies_(inverse_frequencies(cfg)),
+      head_dim_(cfg.head_dim),
+      max_positions_(cfg.max_position_embeddings),
+      dtype_(dtype),
+      device_(device) {}
+
+RopeTables RotaryCache::tables(int64_t end) const {
+  if (end > max_positions_)
+    throw Error("forward", "positions up to " + std::to_string(end) + " exceed the model's maximum " +
+                               std::to_string(max_positions_) + " (max_position_embeddings)");
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t wanted = rope_table_positions(end, built_positions_, max_positions_);
+  if (wanted > built_positions_) {
+    built_ = build_tables(inverse_frequencies_, head_dim_, wanted, dtype_, device_);
+    built_positions_ = wanted;
+  }
+  return built_;
+}
+
+int64_t RotaryCache::positions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return built_positions_;
 }
 
 }  // namespace fsq

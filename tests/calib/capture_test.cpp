@@ -94,7 +94,7 @@ TEST_P(CaptureTest, StreamedStatisticsEqualBruteForce) {
     const DecoderLayer& layer = full->layers()[static_cast<size_t>(i)];
     EXPECT_TRUE(at::equal(streamed.hidden[static_cast<size_t>(i)], h)) << "input of layer " << i;
     CollectTap tap;
-    at::Tensor y = layer.forward(h, full->rope(), cfg, 0, nullptr, i, &tap);
+    at::Tensor y = layer.forward(h, full->rope(h.size(1)), cfg, 0, nullptr, i, &tap);
     const LayerActivationStats& got = streamed.layers[static_cast<size_t>(i)];
     ASSERT_EQ(got.groups.size(), 4u);
     for (const auto& [group, rows] : tap.seen) {

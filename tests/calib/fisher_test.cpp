@@ -53,7 +53,7 @@ Direct direct_fisher(const LlamaModel& model, const at::Tensor& ids, const std::
   for (int64_t s = 0; s < n; ++s) {
     at::Tensor row = ids.narrow(0, s, 1);
     at::Tensor h = model.embed(row);
-    for (int64_t i = 0; i < cfg.num_layers; ++i) h = layers[static_cast<size_t>(i)].forward(h, model.rope(), cfg, 0, nullptr, i);
+    for (int64_t i = 0; i < cfg.num_layers; ++i) h = layers[static_cast<size_t>(i)].forward(h, model.rope(h.size(1)), cfg, 0, nullptr, i);
     // Mean next-token negative log-likelihood, written out here rather than via sample_loss.
     at::Tensor logp = at::log_softmax(model.head(h)[0], -1);
     at::Tensor targets = row[0].narrow(0, 1, t - 1);

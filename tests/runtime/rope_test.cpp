@@ -7,6 +7,8 @@
 
 #include "common/error.h"
 #include "runtime/model.h"
+#include "temp_dir.h"
+#include "tiny_model.h"
 
 namespace fsq {
 namespace {
@@ -60,6 +62,55 @@ TEST(Rope, UnknownScalingTypeIsAnError) {
   c.head_dim = 8;
   c.rope_scaling = RopeScaling{"yarn", 4.0};
   EXPECT_THROW(make_rope_tables(c, 4, at::kFloat, c10::Device(c10::kCPU)), Error);
+}
+
+TEST(Rope, GrownTablesKeepEveryEarlierValueBitForBit) {
+  ModelConfig c;
+  c.head_dim = 16;
+  c.max_position_embeddings = 1 << 20;
+  RotaryCache cache(c, at::kFloat, c10::Device(c10::kCPU));
+  EXPECT_EQ(cache.positions(), 0);
+  const RopeTables small = cache.tables(3);
+  EXPECT_EQ(cache.positions(), 3);
+  const RopeTables grown = cache.tables(5);
+  EXPECT_EQ(cache.positions(), 6);  // at least doubled, so growing one step at a time stays cheap
+  EXPECT_TRUE(at::equal(grown.cos.narrow(0, 0, 3), small.cos));
+  EXPECT_TRUE(at::equal(grown.sin.narrow(0, 0, 3), small.sin));
+  // Built in one go or grown in steps (across the 1024-row chunks): the same bits.
+  const RopeTables large = cache.tables(3000);
+  const RopeTables direct = make_rope_tables(c, 3000, at::kFloat, c10::Device(c10::kCPU));
+  EXPECT_TRUE(at::equal(large.cos.narrow(0, 0, 3000), direct.cos));
+  EXPECT_TRUE(at::equal(large.sin.narrow(0, 0, 3000), direct.sin));
+}
+
+TEST(Rope, TablesNeverExceedMaxPositions) {
+  ModelConfig c;
+  c.head_dim = 8;
+  c.max_position_embeddings = 10;
+  RotaryCache cache(c, at::kFloat, c10::Device(c10::kCPU));
+  cache.tables(6);
+  cache.tables(7);  // doubling would give 12
+  EXPECT_EQ(cache.positions(), 10);
+  try {
+    cache.tables(11);
+    FAIL() << "positions beyond max_position_embeddings were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_position_embeddings"), std::string::npos) << e.what();
+  }
+}
+
+// A config claiming 10^12 positions used to allocate the table at load (a raw allocator
+// error naming no file); the tables now cover the positions a forward uses.
+TEST(Rope, HugeMaxPositionsCostOnlyThePositionsUsed) {
+  testing::TempDir dir("fsq-rope-test");
+  testing::TinyModelSpec spec;
+  spec.max_positions = 1'000'000'000'000;
+  testing::write_tiny_model(dir.path(), spec);
+  auto model = LlamaModel::load(Checkpoint::open(dir.path()), RuntimeOptions{});
+  EXPECT_EQ(model->rope_positions(), 0);
+  const at::Tensor logits = model->forward(at::arange(7, at::kLong).view({1, 7}));
+  EXPECT_EQ(model->rope_positions(), 7);
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
 }
 
 }  // namespace

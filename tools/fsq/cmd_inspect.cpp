@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "calib/calib_file.h"
 #include "calib/calib_report.h"
@@ -13,6 +14,9 @@
 #include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_model.h"
 #include "formats/gguf/gguf_reader.h"
+#include "formats/packed_checkpoint.h"
+#include "formats/tensor_inventory.h"
+#include "runtime/model_files.h"
 #include "options.h"
 
 namespace fsq::cli {
@@ -85,6 +89,10 @@ std::string text_report(const json& j) {
   for (const auto& [dt, v] : j["dtypes"].items())
     out += "  " + dt + ": " + std::to_string(v["tensors"].get<int64_t>()) + " tensors, " +
            std::to_string(v["parameters"].get<int64_t>()) + " parameters\n";
+  for (const auto& t : j.value("ignored_tensors", json::array()))
+    out += "ignored     " + t["name"].get<std::string>() + " (" + t["why"].get<std::string>() + ")\n";
+  for (const auto& name : j.value("unused_tensors", json::array()))
+    out += "unused      " + name.get<std::string>() + " (not read by the architecture; eval and quantize refuse it)\n";
   for (const auto& t : j["tensors"]) {
     char buf[512];
     std::snprintf(buf, sizeof buf, "  %-56s %-5s %-16s %12lld\n", t["name"].get<std::string>().c_str(),
@@ -93,6 +101,18 @@ std::string text_report(const json& j) {
     out += buf;
   }
   return out;
+}
+
+// Tensors the runtime would not read: harmless extras it skips, and the rest, which make
+// eval/quantize refuse the checkpoint. Inspect lists both instead of failing.
+void add_inventory(json& j, const Checkpoint& ckpt, const std::filesystem::path& path) {
+  std::set<std::string> packed_names;
+  if (is_packed_folder(path)) packed_names = PackedCheckpoint::open(path, {.verify_sha256 = false}).linear_tensor_names();
+  const TensorInventory inv = take_tensor_inventory(ckpt, packed_names);
+  json ignored = json::array();
+  for (const IgnoredTensor& t : inv.ignored) ignored.push_back({{"name", t.name}, {"why", t.why}});
+  j["ignored_tensors"] = ignored;
+  j["unused_tensors"] = inv.unused;
 }
 
 // A GGUF file as stored: ggml types per tensor (shapes in row-major order, as in HF), the
@@ -131,6 +151,7 @@ json inspect(const std::filesystem::path& path) {
     j["shards"] = ckpt.shards().size();
     j["config"] = config_json(ckpt.config());
     j["sha256"] = ckpt.weights_sha256();
+    add_inventory(j, ckpt, path);
     return j;
   }
   if (is_gguf_path(path)) return inspect_gguf(path);

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <span>
 
 #include "cli_support.h"
+#include "formats/safetensors.h"
 #include "text_files.h"
 
 namespace fsq::clitest {
@@ -126,6 +128,57 @@ TEST(CliErrors, CorruptWeightsFile) {
     write_file(model / "model.safetensors", bytes.substr(0, bytes.size() / 2));
   }
   expect_one_line_error(run_fsq({"eval", "--model", model.string(), "--speed-only"}), "model.safetensors");
+  fs::remove_all(dir);
+}
+
+// stories260K's weights plus `extra` tensors (4 floats each) in `model`.
+void write_with_extra_tensors(const fs::path& model, const std::vector<std::string>& extra) {
+  fs::create_directories(model);
+  copy_model_side_files(model);
+  const auto source = SafetensorsFile::open(stories260k_dir() / "model.safetensors");
+  std::vector<TensorToWrite> tensors;
+  for (const TensorView& t : source->tensors()) tensors.push_back({t.name, t.dtype, t.shape, {t.data, t.nbytes}});
+  static const std::vector<float> values(4, 0.5f);
+  for (const std::string& name : extra)
+    tensors.push_back({name, DType::F32, {4}, std::as_bytes(std::span(values))});
+  write_safetensors(model / "model.safetensors", tensors);
+}
+
+TEST(CliErrors, TensorsTheModelDoesNotReadAreRefused) {
+  FSQ_REQUIRE_STORIES260K();
+  const fs::path dir = make_temp_dir("fsq-cli-unused");
+  const std::string rotary = "model.layers.0.self_attn.rotary_emb.inv_freq";
+  const std::string stray = "model.layers.4.mlp.gate_proj.lora_A.weight";
+
+  // A rotary cache is harmless: eval runs, inspect lists it as ignored.
+  const fs::path harmless = dir / "harmless";
+  write_with_extra_tensors(harmless, {rotary});
+  RunResult ok = run_fsq({"eval", "--model", harmless.string(), "--speed-only"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  RunResult listed = run_fsq({"inspect", harmless.string(), "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto j = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(j["ignored_tensors"].size(), 1u);
+  EXPECT_EQ(j["ignored_tensors"][0]["name"], rotary);
+  EXPECT_TRUE(j["unused_tensors"].empty());
+
+  // Anything else would be ignored silently: every command that runs the model refuses it.
+  const fs::path model = dir / "stray";
+  write_with_extra_tensors(model, {rotary, stray});
+  const fs::path out = dir / "out";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"eval", "--model", model.string(), "--speed-only"},
+        {"generate", "--model", model.string(), "--prompt", "x", "-n", "2"},
+        {"quantize", "--model", model.string(), "--method", "rtn", "--out", out.string()},
+        {"calibrate", "--model", model.string(), "--data", tinystories_val().string(), "--samples", "1", "--seq-len",
+         "16", "--out", (dir / "calib.safetensors").string()}}) {
+    expect_one_line_error(run_fsq(args), "'" + stray + "' is not used by LlamaForCausalLM");
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(dir / "calib.safetensors"));
+  RunResult shown = run_fsq({"inspect", model.string()});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("unused      " + stray), std::string::npos) << shown.out;
   fs::remove_all(dir);
 }
 
