@@ -4,6 +4,7 @@
 #include "common/atomic_file.h"
 #include "common/error.h"
 #include "formats/quant/quant_types.h"
+#include "interrupt.h"
 #include "options.h"
 #include "quantize/pass.h"
 #include "quantize/quantize_model.h"
@@ -42,6 +43,7 @@ int run_quantize_command(const QuantizeFlags& f) {
   apply_progress(f.progress);
   cfg.threads = apply_threads(f.rt.threads);
   cfg.tool_version = version();
+  if (!cfg.dry_run) set_interrupt_hint("rerun the same command to resume");
 
   QuantizeSummary summary = run_quantize(cfg, [](const std::string& line) {
     std::fputs(line.c_str(), stdout);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "interrupt.h"
 #include "options.h"
 
 namespace {
@@ -23,6 +24,7 @@ int fail(int code, std::string msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsq::cli::install_interrupt_handling();  // first: Ctrl-C during the load is handled too
   CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert)", "fsq"};
   app.set_version_flag("--version", "fsq " + fsq::cli::version());
   app.require_subcommand(1);
