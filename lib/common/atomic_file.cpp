@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/staging.h"
 
 namespace fsq {
 namespace {
@@ -28,15 +29,18 @@ void fsync_dir(const std::filesystem::path& dir) {
 
 AtomicFile::AtomicFile(const std::filesystem::path& dest) : dest_(dest) {
   static std::atomic<unsigned> counter{0};
+  sweep_stale_staging(dest_, StagingKind::File);
   tmp_ = dest_;
-  tmp_ += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(dest_.string(), "cannot create output file: " + errno_text());
+  tmp_.replace_filename(staging_name(dest_.filename().string(), StagingKind::File, ::getpid(), counter++));
+  create_staging(tmp_, [&] {
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(dest_.string(), "cannot create output file: " + errno_text());
+  });
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(tmp_.c_str());
+  if (!committed_) remove_staging(tmp_, [&] { ::unlink(tmp_.c_str()); });
 }
 
 void AtomicFile::write(std::span<const std::byte> data) {
@@ -64,8 +68,9 @@ void AtomicFile::commit() {
     throw Error(dest_.string(), "close failed: " + errno_text());
   }
   fd_ = -1;
-  if (::rename(tmp_.c_str(), dest_.c_str()) != 0)
-    throw Error(dest_.string(), "rename failed: " + errno_text());
+  commit_staging(tmp_, [&] {
+    if (::rename(tmp_.c_str(), dest_.c_str()) != 0) throw Error(dest_.string(), "rename failed: " + errno_text());
+  });
   committed_ = true;
   fsync_dir(dest_.parent_path());
 }
@@ -105,17 +110,22 @@ void AtomicDir::check_destination(const fs::path& dest_arg) {
 
 AtomicDir::AtomicDir(const fs::path& dest) : dest_(folder_name(dest)) {
   check_destination(dest_);
-  staging_ = parent_of(dest_) / (dest_.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  std::error_code ec;
-  fs::remove_all(staging_, ec);
-  if (!fs::create_directory(staging_, ec))
-    throw Error(staging_.string(), "cannot create folder: " + (ec ? ec.message() : "it already exists"));
+  sweep_stale_staging(dest_, StagingKind::Folder);
+  staging_ = parent_of(dest_) / staging_name(dest_.filename().string(), StagingKind::Folder, ::getpid());
+  create_staging(staging_, [&] {
+    std::error_code ec;
+    fs::remove_all(staging_, ec);  // a crashed process of the same pid left it
+    if (!fs::create_directory(staging_, ec))
+      throw Error(staging_.string(), "cannot create folder: " + (ec ? ec.message() : "it already exists"));
+  });
 }
 
 AtomicDir::~AtomicDir() {
   if (committed_) return;
-  std::error_code ec;
-  fs::remove_all(staging_, ec);
+  remove_staging(staging_, [&] {
+    std::error_code ec;
+    fs::remove_all(staging_, ec);
+  });
 }
 
 void AtomicDir::commit() {
@@ -127,8 +137,10 @@ void AtomicDir::commit() {
     fs::remove(dest_, ec);
     if (ec) throw Error(dest_.string(), "cannot replace the output folder: " + ec.message());
   }
-  fs::rename(staging_, dest_, ec);
-  if (ec) throw Error(dest_.string(), "cannot move the finished folder into place: " + ec.message());
+  commit_staging(staging_, [&] {
+    fs::rename(staging_, dest_, ec);
+    if (ec) throw Error(dest_.string(), "cannot move the finished folder into place: " + ec.message());
+  });
   committed_ = true;
   fsync_dir(parent_of(dest_));
 }

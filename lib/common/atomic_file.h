@@ -12,8 +12,9 @@ namespace fsq {
 
 class AtomicFile {
  public:
-  // Creates "<dest>.tmp.<pid>.<n>" beside dest. Throws fsq::Error naming dest when the
-  // folder is missing or not writable.
+  // Creates "<dest>.tmp.<pid>.<n>" beside dest, first removing those that dead processes
+  // left there (staging.h). Throws fsq::Error naming dest when the folder is missing or not
+  // writable.
   explicit AtomicFile(const std::filesystem::path& dest);
   // Removes the temporary file unless commit() succeeded.
   ~AtomicFile();
@@ -51,7 +52,8 @@ class AtomicDir {
   static void check_destination(const std::filesystem::path& dest);
 
   // check_destination, then creates the staging folder (replacing a stale one left by a
-  // crashed process of the same pid). "dir/out/" names the folder "dir/out".
+  // crashed process of the same pid, and removing those of dead processes: staging.h).
+  // "dir/out/" names the folder "dir/out".
   explicit AtomicDir(const std::filesystem::path& dest);
   ~AtomicDir();
   AtomicDir(const AtomicDir&) = delete;

@@ -41,6 +41,8 @@ struct PackedCheckpointToWrite {
   std::vector<TensorToWrite> dense;  // embeddings, norms, biases, lm_head, ...
   std::vector<QuantizedLinearToWrite> linears;
   nlohmann::json calibration;           // provenance, opaque; null when none
+  nlohmann::json run_options;           // every byte-changing option of the run, opaque; null: omitted
+  nlohmann::json producer;              // {"name", "version", "commit"} of the writer; null: omitted
   std::string source_sha256;            // identity of the source weights
   std::filesystem::path tokenizer_dir;  // copy tokenizer files from here; empty: none
 };

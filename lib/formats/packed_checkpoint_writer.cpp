@@ -76,11 +76,15 @@ json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorTo
                        {"options", l.options}};
   json hashes = json::object();
   for (const TensorToWrite& t : tensors) hashes[t.name] = sha256_hex(t.data);
-  return {{"format_version", kPackedFormatVersion},
-          {"source_sha256", c.source_sha256},
-          {"calibration", c.calibration},
-          {"linears", std::move(linears)},
-          {"tensor_sha256", std::move(hashes)}};
+  json manifest = {{"format_version", kPackedFormatVersion},
+                   {"source_sha256", c.source_sha256},
+                   {"calibration", c.calibration},
+                   {"linears", std::move(linears)},
+                   {"tensor_sha256", std::move(hashes)}};
+  // Optional provenance (FORMAT.md): absent rather than null, as version-1 writers before it.
+  if (!c.run_options.is_null()) manifest["run_options"] = c.run_options;
+  if (!c.producer.is_null()) manifest["producer"] = c.producer;
+  return manifest;
 }
 
 json build_config(const PackedCheckpointToWrite& c) {

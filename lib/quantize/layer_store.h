@@ -1,9 +1,10 @@
 // Resumable quantization: every finished layer is saved in "<out>.partial/" next to a
 // fingerprint of everything that decides the result (source weights sha256, calibration
-// data sha256 and windows, method, quant type, options, format version). A rerun with the
-// same fingerprint picks up the saved layers; any difference starts over, saying why. The
-// final checkpoint is always assembled from the saved layers, so a resumed run writes the
-// same bytes as an uninterrupted one.
+// data sha256 and windows, method, quant type, options, threads, the fsq build, format
+// version). A rerun with the same fingerprint picks up the saved layers; any difference
+// starts over, saying why. The final checkpoint is always assembled from the saved layers,
+// so a resumed run writes the same bytes as an uninterrupted one. An interrupted run
+// (SIGINT/SIGTERM, tools/fsq/interrupt.h) keeps this folder.
 #pragma once
 
 #include <cstdint>

@@ -118,6 +118,25 @@ std::vector<std::byte> encode(const std::vector<float>& v, DType dtype, const st
   return out;
 }
 
+// Every option that changes the output bytes besides the source weights and the calibration
+// windows (recorded separately): the resume fingerprint and fsq.json's run_options both come
+// from here, so what a checkpoint says it was made with is what decided its bytes. Threads
+// count: LibTorch's reductions split by thread, which moved the recorded AWQ losses (1 vs 2
+// threads on stories260K) and can move a near-tie of the search.
+nlohmann::json byte_changing_options(const QuantizeConfig& cfg) {
+  return {{"method", cfg.method},
+          {"quant_type", uniform_quant_name(cfg.quant)},
+          {"bits", cfg.quant.bits},
+          {"group_size", cfg.quant.group_size},
+          {"symmetric", cfg.quant.symmetric},
+          {"batch_size", cfg.batch_size},
+          {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
+          {"search_tokens", cfg.search_tokens},
+          {"compute_dtype", scalar_type_name(cfg.runtime.compute_dtype)},
+          {"device", c10::DeviceTypeName(cfg.runtime.device.type(), /*lower_case=*/true)},
+          {"threads", cfg.threads}};
+}
+
 }  // namespace
 
 nlohmann::json QuantizeSummary::to_json() const {
@@ -164,11 +183,10 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   at::Tensor ids;
   if (pass_info.needs_calibration) ids = calibration_ids(cfg, calibration);
 
-  const nlohmann::json fingerprint = {
-      {"source_sha256", ckpt.weights_sha256()}, {"method", cfg.method}, {"quant_type", uniform_quant_name(cfg.quant)},
-      {"calibration", calibration}, {"batch_size", cfg.batch_size},
-      {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"}, {"search_tokens", cfg.search_tokens},
-      {"compute_dtype", scalar_type_name(cfg.runtime.compute_dtype)}, {"format_version", kPackedFormatVersion}};
+  const nlohmann::json run_options = byte_changing_options(cfg);
+  nlohmann::json fingerprint = run_options;
+  fingerprint.update({{"source_sha256", ckpt.weights_sha256()}, {"calibration", calibration},
+                      {"producer", cfg.producer}, {"format_version", kPackedFormatVersion}});
   std::string store_message;
   LayerStore store(cfg.out, fingerprint, cfg.resume, store_message);
   if (!store_message.empty()) log(store_message);
@@ -231,6 +249,8 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   const fs::path config_file = cfg.model / "config.json";
   packed.source_config = read_json_file(config_file);
   packed.calibration = calibration;
+  packed.run_options = run_options;
+  packed.producer = cfg.producer;
   packed.source_sha256 = ckpt.weights_sha256();
   packed.tokenizer_dir = cfg.model;
   std::deque<std::vector<std::byte>> rewritten;  // storage for norms and biases

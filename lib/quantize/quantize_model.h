@@ -35,7 +35,9 @@ struct QuantizeConfig {
   bool dry_run = false;
   bool resume = true;
   int threads = 1;
-  std::string tool_version;
+  // Who runs the pass ({"name", "version", "commit"}), recorded in fsq.json and in the
+  // resume fingerprint (layers saved by another build are not mixed in); null: not recorded.
+  nlohmann::json producer;
   // Testing hook: throw after this many layers were quantized and saved (-1: never), to
   // exercise resuming without killing a process.
   int64_t stop_after_layers = -1;

@@ -135,6 +135,8 @@ TEST_F(PackedCheckpointTest, ConfigManifestAndSideFiles) {
   EXPECT_EQ(c.manifest()["format_version"], kPackedFormatVersion);
   EXPECT_EQ(c.manifest()["source_sha256"], src.ckpt.source_sha256);
   EXPECT_EQ(c.manifest()["calibration"], src.ckpt.calibration);
+  EXPECT_FALSE(c.manifest().contains("run_options"));  // optional: absent when not given
+  EXPECT_FALSE(c.manifest().contains("producer"));
   EXPECT_EQ(c.manifest()["linears"][std::string(kLayer) + "self_attn.v_proj"]["shape"], json({16, 40}));
   // Every tensor is hashed: 3 dense, qweight + scales for 4 linears, qzeros for the 2 asym ones.
   EXPECT_EQ(c.weights().tensors().size(), 3u + 4 * 2 + 2);
@@ -153,6 +155,15 @@ TEST_F(PackedCheckpointTest, ConfigManifestAndSideFiles) {
   for (const auto& e : fs::directory_iterator(out)) files.insert(e.path().filename().string());
   EXPECT_EQ(files, (std::set<std::string>{"config.json", "fsq.json", "model.safetensors", "tokenizer.json",
                                           "tokenizer_config.json"}));
+}
+
+TEST_F(PackedCheckpointTest, RunOptionsAndProducerAreStoredVerbatim) {
+  src.ckpt.run_options = {{"method", "awq"}, {"layer_inputs", "fp"}, {"search_tokens", 100}};
+  src.ckpt.producer = {{"name", "fsq"}, {"version", "0.1.0"}, {"commit", "e4e4dc6"}};
+  write_packed_checkpoint(src.ckpt, out);
+  const PackedCheckpoint c = PackedCheckpoint::open(out);
+  EXPECT_EQ(c.manifest()["run_options"], src.ckpt.run_options);
+  EXPECT_EQ(c.manifest()["producer"], src.ckpt.producer);
 }
 
 TEST_F(PackedCheckpointTest, WritesIntoAnEmptyFolderButNeverOverAFullOne) {

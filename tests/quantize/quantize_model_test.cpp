@@ -160,6 +160,18 @@ TEST(QuantizePipeline, ResumedRunWritesTheSameBytesAndChangedOptionsStartOver) {
   EXPECT_TRUE(mentions(lines, "starting over")) << lines.back();
   EXPECT_TRUE(mentions(lines, "calibration"));
   EXPECT_EQ(summary.resumed_layers, 0);
+
+  // Layers saved by another fsq build are not mixed into this one's checkpoint.
+  auto other_build = fx.config("other-build", "awq");
+  other_build.producer = {{"name", "fsq"}, {"version", "0.0.1"}, {"commit", "1234567"}};
+  other_build.stop_after_layers = 1;
+  EXPECT_THROW(lines_of(other_build), Error);
+  other_build.stop_after_layers = -1;
+  other_build.producer["commit"] = "89abcde";
+  lines = lines_of(other_build, &summary);
+  EXPECT_TRUE(mentions(lines, "the producer differs")) << lines.back();
+  EXPECT_EQ(summary.resumed_layers, 0);
+  EXPECT_EQ(PackedCheckpoint::open(other_build.out).manifest()["producer"], other_build.producer);
 }
 
 // Layer 0 sees the embeddings either way; later layers are calibrated on the outputs of the

@@ -2,10 +2,11 @@
 // calibration text, streamed layer by layer, written as one calibration .safetensors file.
 #include <cstdio>
 
+#include "build_info.h"
 #include "calib/calibrate.h"
-#include "common/atomic_file.h"
 #include "common/error.h"
 #include "options.h"
+#include "provenance.h"
 #include "runtime/torch_bridge.h"
 
 namespace fsq::cli {
@@ -37,7 +38,7 @@ int run_calibrate(const CalibrateFlags& f) {
   CalibrateSummary summary = run_calibration(cfg);
   std::fputs(summary.to_text().c_str(), stdout);
   std::fflush(stdout);
-  if (!f.json.empty()) write_file_atomic(f.json, summary.to_json().dump(2) + "\n");
+  if (!f.json.empty()) write_json_report(f.json, summary.to_json());
   return 0;
 }
 

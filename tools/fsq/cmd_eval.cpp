@@ -2,9 +2,10 @@
 #include <cstdio>
 #include <optional>
 
-#include "common/atomic_file.h"
+#include "build_info.h"
 #include "common/error.h"
 #include "options.h"
+#include "provenance.h"
 #include "runtime/eval/evaluate.h"
 
 namespace fsq::cli {
@@ -39,7 +40,7 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   EvalReport report = evaluate(cfg);
   std::fputs(report_text(report).c_str(), stdout);
   std::fflush(stdout);
-  if (!f.json.empty()) write_file_atomic(f.json, report_json(report).dump(2) + "\n");
+  if (!f.json.empty()) write_json_report(f.json, report_json(report));
   return 0;
 }
 

@@ -7,7 +7,6 @@
 
 #include "calib/calib_file.h"
 #include "calib/calib_report.h"
-#include "common/atomic_file.h"
 #include "common/error.h"
 #include "common/sha256.h"
 #include "formats/checkpoint.h"
@@ -18,6 +17,7 @@
 #include "formats/tensor_inventory.h"
 #include "runtime/model_files.h"
 #include "options.h"
+#include "provenance.h"
 
 namespace fsq::cli {
 namespace {
@@ -204,9 +204,10 @@ Command add_inspect_command(CLI::App& root) {
                    if (app->count("--json") == 0) {
                      std::fputs(text_report(j).c_str(), stdout);
                    } else if (f->json_out.empty() || f->json_out == "-") {
+                     j["invocation"] = invocation_json();
                      std::fputs((j.dump(2) + "\n").c_str(), stdout);
                    } else {
-                     write_file_atomic(f->json_out, j.dump(2) + "\n");
+                     write_json_report(f->json_out, std::move(j));
                    }
                    return 0;
                  }};

@@ -1,10 +1,11 @@
 // fsq quantize: runs a quantizer pass layer by layer and writes a packed checkpoint.
 #include <cstdio>
 
-#include "common/atomic_file.h"
 #include "common/error.h"
 #include "formats/quant/quant_types.h"
+#include "interrupt.h"
 #include "options.h"
+#include "provenance.h"
 #include "quantize/pass.h"
 #include "quantize/quantize_model.h"
 #include "runtime/torch_bridge.h"
@@ -41,7 +42,8 @@ int run_quantize_command(const QuantizeFlags& f) {
   cfg.resume = !f.no_resume;
   apply_progress(f.progress);
   cfg.threads = apply_threads(f.rt.threads);
-  cfg.tool_version = version();
+  cfg.producer = producer_json();
+  if (!cfg.dry_run) set_interrupt_hint("rerun the same command to resume");
 
   QuantizeSummary summary = run_quantize(cfg, [](const std::string& line) {
     std::fputs(line.c_str(), stdout);
@@ -53,7 +55,7 @@ int run_quantize_command(const QuantizeFlags& f) {
                 cfg.out.string().c_str(), summary.seconds, static_cast<long long>(summary.resumed_layers),
                 static_cast<double>(summary.peak_rss_bytes) / (1024.0 * 1024.0),
                 static_cast<double>(summary.plan.peak()) / (1024.0 * 1024.0));
-  if (!f.json.empty()) write_file_atomic(f.json, summary.to_json().dump(2) + "\n");
+  if (!f.json.empty()) write_json_report(f.json, summary.to_json());
   return 0;
 }
 

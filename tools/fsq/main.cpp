@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "common/error.h"
+#include "interrupt.h"
 #include "options.h"
+#include "provenance.h"
 
 namespace {
 
@@ -23,8 +25,10 @@ int fail(int code, std::string msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  fsq::cli::install_interrupt_handling();  // first: Ctrl-C during the load is handled too
+  fsq::cli::record_invocation(argc, argv);
   CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert)", "fsq"};
-  app.set_version_flag("--version", "fsq " + fsq::cli::version());
+  app.set_version_flag("--version", fsq::cli::version_line());
   app.require_subcommand(1);
   app.footer(fsq::cli::examples({"fsq eval --model DIR --data wiki.test.raw", "fsq inspect DIR",
                                  "fsq calibrate --model DIR --data calib.txt --out calib.safetensors",

@@ -105,6 +105,4 @@ std::string examples(std::initializer_list<const char*> lines) {
   return s;
 }
 
-std::string version() { return FSQ_VERSION; }
-
 }  // namespace fsq::cli

@@ -65,6 +65,4 @@ void check_output_folder(const std::string& out, const std::string& option,
 // "Examples:" footer text from lines of example command lines.
 std::string examples(std::initializer_list<const char*> lines);
 
-std::string version();
-
 }  // namespace fsq::cli

@@ -1,10 +1,17 @@
 #include "cli_support.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <thread>
 
 #include "text_files.h"
+
+extern char** environ;
 
 namespace fsq::clitest {
 namespace fs = std::filesystem;
@@ -33,6 +40,52 @@ RunResult run_fsq(const std::vector<std::string>& args) {
   r.err = testing::read_file(dir / "err");
   fs::remove_all(dir);
   return r;
+}
+
+pid_t spawn_fsq(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  std::vector<std::string> argv_s = {FSQ_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, FSQ_BINARY, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return spawned == 0 ? pid : -1;
+}
+
+std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  while (std::chrono::steady_clock::now() - start < limit) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return std::nullopt;
+}
+
+bool catches_interrupts(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigCgt:", 0) != 0) continue;
+    const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+    const unsigned long long want = (1ull << (SIGINT - 1)) | (1ull << (SIGTERM - 1));
+    return (mask & want) == want;
+  }
+  return false;
+}
+
+std::string staging_paths_below(const fs::path& dir) {
+  std::string found;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp") != std::string::npos) found += e.path().string() + "\n";
+  return found;
 }
 
 void copy_model_side_files(const fs::path& dir) {

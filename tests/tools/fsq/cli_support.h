@@ -1,7 +1,11 @@
 // Running the fsq binary from tests (fixture paths and FSQ_REQUIRE_STORIES260K: fixtures.h).
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +24,18 @@ struct RunResult {
 
 // Runs FSQ_BINARY with `args` (shell-quoted), capturing stdout and stderr.
 RunResult run_fsq(const std::vector<std::string>& args);
+
+// Starts FSQ_BINARY with `args` in the background, stdout and stderr to the given files
+// (stdin /dev/null). Returns its pid, or -1 when it could not be started.
+pid_t spawn_fsq(const std::vector<std::string>& args, const std::filesystem::path& out,
+                const std::filesystem::path& err);
+// The wait status of `pid` once it exits; nullopt when it is still running after `limit`.
+std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds limit);
+// True when `pid` catches SIGINT and SIGTERM: fsq's interrupt handling is in place, so a
+// signal sent now is handled, not fatal (see tools/fsq/interrupt.h).
+bool catches_interrupts(pid_t pid);
+// Every path below `dir` whose name holds ".tmp" (staging left behind), one per line.
+std::string staging_paths_below(const std::filesystem::path& dir);
 
 using testing::make_temp_dir;
 using testing::stories260k_dir;
