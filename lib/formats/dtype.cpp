@@ -13,7 +13,7 @@ struct DTypeInfo {
 };
 
 // One table for name and size so the two can never disagree.
-constexpr std::array<DTypeInfo, 10> kDTypes{{
+constexpr std::array<DTypeInfo, 11> kDTypes{{
     {DType::F32, "F32", 4},
     {DType::F16, "F16", 2},
     {DType::BF16, "BF16", 2},
@@ -21,6 +21,7 @@ constexpr std::array<DTypeInfo, 10> kDTypes{{
     {DType::I8, "I8", 1},
     {DType::U8, "U8", 1},
     {DType::I16, "I16", 2},
+    {DType::U16, "U16", 2},
     {DType::I32, "I32", 4},
     {DType::I64, "I64", 8},
     {DType::BOOL, "BOOL", 1},

@@ -126,6 +126,73 @@ void check_values(const PackedLinear& l, const std::string& where) {
                              std::to_string(max_zero) + " for " + l.quant_type);
 }
 
+// The values a LUT kernel would trust: finite centroids, and a CSR part whose row pointers
+// start at 0, never decrease and end at nnz, with columns strictly increasing and < cols
+// within each row and finite values. Checked on the mapped bytes: nothing is unpacked.
+void check_lut_values(const PackedLinear& l, const std::string& where) {
+  auto f16_at = [](const TensorView& t, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, t.data + 2 * i, sizeof h);
+    return f16_to_f32(h);
+  };
+  for (int64_t i = 0; i < l.lut->numel(); ++i)
+    if (!std::isfinite(f16_at(*l.lut, i)))
+      throw Error(where, "tensor " + quote_name(l.lut->name) + ": centroid " + std::to_string(i) + " is not finite");
+  if (!l.sparse_row_ptr) return;
+  auto i32_at = [](const TensorView& t, int64_t i) {
+    int32_t v;
+    std::memcpy(&v, t.data + 4 * i, sizeof v);
+    return v;
+  };
+  auto col_at = [&](int64_t i) -> int64_t {
+    if (l.sparse_col->dtype == DType::I32) return i32_at(*l.sparse_col, i);
+    uint16_t v;
+    std::memcpy(&v, l.sparse_col->data + 2 * i, sizeof v);
+    return v;
+  };
+  const std::string rp = quote_name(l.sparse_row_ptr->name);
+  const int64_t nnz = l.sparse_val->numel();
+  if (i32_at(*l.sparse_row_ptr, 0) != 0) throw Error(where, "tensor " + rp + " does not start at 0");
+  if (i32_at(*l.sparse_row_ptr, l.rows) != nnz)
+    throw Error(where, "tensor " + rp + " ends at " + std::to_string(i32_at(*l.sparse_row_ptr, l.rows)) + " but " +
+                           quote_name(l.sparse_val->name) + " holds " + std::to_string(nnz) + " values");
+  for (int64_t r = 0; r < l.rows; ++r) {
+    const int64_t begin = i32_at(*l.sparse_row_ptr, r), end = i32_at(*l.sparse_row_ptr, r + 1);
+    if (end < begin || end > nnz) throw Error(where, "tensor " + rp + " decreases or overruns at row " + std::to_string(r));
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t c = col_at(i);
+      if (c < 0 || c >= l.cols)
+        throw Error(where, "tensor " + quote_name(l.sparse_col->name) + ": column " + std::to_string(c) + " of row " +
+                               std::to_string(r) + " is outside 0.." + std::to_string(l.cols - 1));
+      if (i > begin && c <= col_at(i - 1))
+        throw Error(where, "tensor " + quote_name(l.sparse_col->name) + ": columns of row " + std::to_string(r) +
+                               " are not strictly increasing");
+    }
+  }
+  for (int64_t i = 0; i < nnz; ++i)
+    if (!std::isfinite(f16_at(*l.sparse_val, i)))
+      throw Error(where, "tensor " + quote_name(l.sparse_val->name) + ": value " + std::to_string(i) + " is not finite");
+}
+
+// The LUT tensors of `l` (its qweight is read by the caller): centroids, and the CSR part,
+// which is all there or all absent.
+void read_lut_tensors(PackedLinear& l, const SafetensorsFile& file) {
+  const std::string where = file.path().string();
+  l.lut = expect_tensor(file, l, kLutSuffix, DType::F16, {l.rows, int64_t{1} << l.lut_bits});
+  const TensorView* row_ptr = file.find(l.name + kSparseRowPtrSuffix);
+  const TensorView* col = file.find(l.name + kSparseColSuffix);
+  const TensorView* val = file.find(l.name + kSparseValSuffix);
+  if (!row_ptr && !col && !val) return;
+  if (!row_ptr || !col || !val)
+    throw Error(where, "linear " + quote_name(l.name) + " has an incomplete sparse part (needs " + kSparseRowPtrSuffix +
+                           ", " + kSparseColSuffix + " and " + kSparseValSuffix + ")");
+  l.sparse_row_ptr = expect_tensor(file, l, kSparseRowPtrSuffix, DType::I32, {l.rows + 1});
+  if (val->shape.size() != 1) throw Error(where, "tensor " + quote_name(val->name) + " must be one-dimensional");
+  const int64_t nnz = val->shape[0];
+  l.sparse_val = expect_tensor(file, l, kSparseValSuffix, DType::F16, {nnz});
+  l.sparse_col = expect_tensor(file, l, kSparseColSuffix, l.cols <= 65536 ? DType::U16 : DType::I32, {nnz});
+}
+
 PackedLinear read_linear(const std::string& name, const json& entry, const SafetensorsFile& file,
                          const std::string& manifest_where) {
   const std::string what = "linear " + quote_name(name);
@@ -133,34 +200,52 @@ PackedLinear read_linear(const std::string& name, const json& entry, const Safet
   PackedLinear l;
   l.name = name;
   l.quant_type = string_member(entry, "quant_type", manifest_where, what);
-  l.quant = find_uniform_quant(l.quant_type, manifest_where + ": " + what);
+  l.lut_bits = lut_bits_of(l.quant_type);
+  if (l.lut_bits == 0) {
+    l.quant = find_uniform_quant(l.quant_type, manifest_where + ": " + what);
+  } else {
+    l.quant.bits = l.lut_bits;
+  }
   const json& shape = member(entry, "shape", manifest_where, what);
   if (!shape.is_array() || shape.size() != 2)
     throw Error(manifest_where, what + ": shape must hold two positive integers");
   l.rows = positive_dim(shape[0], manifest_where, what);
   l.cols = positive_dim(shape[1], manifest_where, what);
-  if (l.cols % l.quant.group_cols(l.cols) != 0)
+  if (!l.is_lut() && l.cols % l.quant.group_cols(l.cols) != 0)
     throw Error(manifest_where, what + ": " + std::to_string(l.cols) +
                                     " columns are not a multiple of the group size of " + l.quant_type);
   l.method = string_member(entry, "method", manifest_where, what);
   l.options = member(entry, "options", manifest_where, what);
 
   const std::string where = file.path().string();
-  const int64_t groups = l.quant.group_count(l.cols);
   l.qweight = expect_tensor(file, l, kQWeightSuffix, DType::I32,
                             {l.rows, packed_words_per_row(l.quant.bits, l.cols)});
-  l.scales = expect_tensor(file, l, kScalesSuffix, DType::F16, {l.rows, groups});
-  if (!l.quant.symmetric) {
-    l.qzeros = expect_tensor(file, l, kQZerosSuffix, DType::U8, {l.rows, groups});
-  } else if (file.find(name + kQZerosSuffix)) {
-    throw Error(where, "tensor " + quote_name(name + kQZerosSuffix) + " is present but " + l.quant_type +
-                           " is symmetric");
+  const std::vector<const char*> foreign = l.is_lut() ? std::vector<const char*>{kScalesSuffix, kQZerosSuffix}
+                                                      : std::vector<const char*>{kLutSuffix, kSparseRowPtrSuffix,
+                                                                                 kSparseColSuffix, kSparseValSuffix};
+  for (const char* suffix : foreign)
+    if (file.find(name + suffix))
+      throw Error(where, "tensor " + quote_name(name + suffix) + " does not belong to a " + l.quant_type + " linear");
+  if (l.is_lut()) {
+    read_lut_tensors(l, file);
+  } else {
+    const int64_t groups = l.quant.group_count(l.cols);
+    l.scales = expect_tensor(file, l, kScalesSuffix, DType::F16, {l.rows, groups});
+    if (!l.quant.symmetric) {
+      l.qzeros = expect_tensor(file, l, kQZerosSuffix, DType::U8, {l.rows, groups});
+    } else if (file.find(name + kQZerosSuffix)) {
+      throw Error(where, "tensor " + quote_name(name + kQZerosSuffix) + " is present but " + l.quant_type +
+                             " is symmetric");
+    }
   }
   if (file.find(name + ".weight"))
     throw Error(where, "tensor " + quote_name(name + ".weight") + " is present next to quantized linear " +
                            quote_name(name));
   l.bias = file.find(name + kBiasSuffix);
-  check_values(l, where);
+  if (l.is_lut())
+    check_lut_values(l, where);
+  else
+    check_values(l, where);
   return l;
 }
 
@@ -202,7 +287,8 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
   std::set<std::string> quantized_tensors;
   for (const auto& [name, entry] : c.manifest_["linears"].items()) {
     c.linears_.push_back(read_linear(name, entry, *c.weights_, manifest_where));
-    for (const char* suffix : {kQWeightSuffix, kScalesSuffix, kQZerosSuffix})
+    for (const char* suffix : {kQWeightSuffix, kScalesSuffix, kQZerosSuffix, kLutSuffix, kSparseRowPtrSuffix,
+                               kSparseColSuffix, kSparseValSuffix})
       quantized_tensors.insert(name + suffix);
   }
   check_tensor_hashes(*c.weights_, c.manifest_["tensor_sha256"], manifest_where, opts.verify_sha256);
@@ -219,7 +305,7 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
 std::set<std::string> PackedCheckpoint::linear_tensor_names() const {
   std::set<std::string> names;
   for (const PackedLinear& l : linears_)
-    for (const TensorView* t : {l.qweight, l.scales, l.qzeros, l.bias})
+    for (const TensorView* t : {l.qweight, l.scales, l.qzeros, l.bias, l.lut, l.sparse_row_ptr, l.sparse_col, l.sparse_val})
       if (t != nullptr) names.insert(t->name);
   return names;
 }
@@ -230,7 +316,20 @@ const PackedLinear* PackedCheckpoint::find_linear(const std::string& name) const
   return it != linears_.end() && it->name == name ? &*it : nullptr;
 }
 
+namespace {
+
+// Copies instead of casts: a foreign writer need not align tensors.
+template <typename T>
+std::vector<T> copy_values(const TensorView& t) {
+  std::vector<T> out(t.nbytes / sizeof(T));
+  std::memcpy(out.data(), t.data, out.size() * sizeof(T));
+  return out;
+}
+
+}  // namespace
+
 QuantizedMatrix unpack_linear(const PackedLinear& l) {
+  if (l.is_lut()) throw Error(l.name, "is a " + l.quant_type + " linear, not a uniform one");
   QuantizedMatrix m;
   m.quant = l.quant;
   m.rows = l.rows;
@@ -248,10 +347,33 @@ QuantizedMatrix unpack_linear(const PackedLinear& l) {
   return m;
 }
 
+LutMatrix unpack_lut_linear(const PackedLinear& l) {
+  if (!l.is_lut()) throw Error(l.name, "is a " + l.quant_type + " linear, not a LUT one");
+  LutMatrix m;
+  m.bits = l.lut_bits;
+  m.rows = l.rows;
+  m.cols = l.cols;
+  m.codes = unpack_rows(copy_values<uint32_t>(*l.qweight), l.rows, l.cols, l.lut_bits);
+  m.lut = copy_values<uint16_t>(*l.lut);
+  if (l.sparse_row_ptr) {
+    m.row_ptr = copy_values<int32_t>(*l.sparse_row_ptr);
+    if (l.sparse_col->dtype == DType::I32) {
+      m.col = copy_values<int32_t>(*l.sparse_col);
+    } else {
+      const std::vector<uint16_t> narrow = copy_values<uint16_t>(*l.sparse_col);
+      m.col.assign(narrow.begin(), narrow.end());
+    }
+    m.val = copy_values<uint16_t>(*l.sparse_val);
+  }
+  return m;
+}
+
 std::vector<float> dequantize_linear(const PackedLinear& l) {
-  const QuantizedMatrix m = unpack_linear(l);
   std::vector<float> out(static_cast<size_t>(l.rows * l.cols));
-  dequantize_uniform(m, out.data());
+  if (l.is_lut())
+    dequantize_lut(unpack_lut_linear(l), out.data());
+  else
+    dequantize_uniform(unpack_linear(l), out.data());
   return out;
 }
 

@@ -6,11 +6,13 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "formats/quant/lut_quant.h"
 #include "formats/quant/uniform_reference.h"
 #include "formats/safetensors.h"
 
@@ -27,13 +29,22 @@ inline constexpr const char* kQWeightSuffix = ".qweight";  // I32 [rows, words p
 inline constexpr const char* kScalesSuffix = ".scales";    // F16 [rows, groups]
 inline constexpr const char* kQZerosSuffix = ".qzeros";    // U8 [rows, groups], asym only
 inline constexpr const char* kBiasSuffix = ".bias";        // stored as given, dense
+// LUT types ("lut3", "lut4"; quant/lut_quant.h): codes in .qweight as above, plus
+inline constexpr const char* kLutSuffix = ".lut";                       // F16 [rows, 2^bits]
+inline constexpr const char* kSparseRowPtrSuffix = ".sparse_row_ptr";  // I32 [rows + 1], optional
+inline constexpr const char* kSparseColSuffix = ".sparse_col";         // U16 (cols <= 65536) or I32 [nnz]
+inline constexpr const char* kSparseValSuffix = ".sparse_val";         // F16 [nnz]
 
-// One quantized linear to write. The quant type, rows and cols come from `matrix`.
+// One quantized linear to write. The quant type, rows and cols come from `matrix`, or from
+// `lut` when that is set (a LUT type; `matrix` is then ignored).
 struct QuantizedLinearToWrite {
   std::string name;        // base name, without ".weight"
   QuantizedMatrix matrix;  // canonical codes/scales/zeros (validated, then bit-packed)
   std::string method;      // the pass that produced it: "rtn", "awq", ...
   nlohmann::json options = nlohmann::json::object();  // the pass's options, stored verbatim
+  std::optional<LutMatrix> lut;
+
+  std::string quant_type() const;  // registry name: "w4g128a", "lut4", ...
 };
 
 struct PackedCheckpointToWrite {
@@ -60,8 +71,9 @@ void write_packed_checkpoint(const PackedCheckpointToWrite& ckpt, const std::fil
 // model.safetensors and live as long as the PackedCheckpoint they came from.
 struct PackedLinear {
   std::string name;        // base name
-  std::string quant_type;  // registry name, e.g. "w4g128a"
-  UniformQuant quant;
+  std::string quant_type;  // registry name, e.g. "w4g128a" or "lut4"
+  UniformQuant quant;      // uniform types; for LUT types only quant.bits is meaningful
+  int lut_bits = 0;        // 3 or 4 for a LUT type, 0 for a uniform one
   int64_t rows = 0;  // out_features
   int64_t cols = 0;  // in_features
   std::string method;
@@ -70,6 +82,13 @@ struct PackedLinear {
   const TensorView* scales = nullptr;
   const TensorView* qzeros = nullptr;  // null when symmetric
   const TensorView* bias = nullptr;    // null when absent
+  // LUT types: the centroids and the optional CSR part (all three null without one).
+  const TensorView* lut = nullptr;
+  const TensorView* sparse_row_ptr = nullptr;
+  const TensorView* sparse_col = nullptr;
+  const TensorView* sparse_val = nullptr;
+
+  bool is_lut() const { return lut_bits != 0; }
 };
 
 struct PackedOpenOptions {
@@ -107,7 +126,10 @@ class PackedCheckpoint {
 // Unpacks and dequantizes with the scalar reference: row-major [rows, cols] floats.
 std::vector<float> dequantize_linear(const PackedLinear& linear);
 
-// The canonical values of a packed linear (codes unpacked, scales/zeros copied).
+// The canonical values of a packed uniform linear (codes unpacked, scales/zeros copied).
+// Throws fsq::Error for a LUT linear.
 QuantizedMatrix unpack_linear(const PackedLinear& linear);
+// The same for a LUT linear; throws fsq::Error for a uniform one.
+LutMatrix unpack_lut_linear(const PackedLinear& linear);
 
 }  // namespace fsq

@@ -1,6 +1,7 @@
 // write_packed_checkpoint: validates the input, bit-packs the codes, hashes every tensor,
 // and writes the directory into a staging folder that is renamed into place at the end.
 #include <bit>
+#include <deque>
 #include <map>
 #include <set>
 
@@ -21,7 +22,8 @@ static_assert(std::endian::native == std::endian::little, "tensors are written i
 
 // Packed words and the tensor list that points into them (and into the caller's data).
 struct TensorSet {
-  std::vector<std::vector<uint32_t>> packed;  // one per linear; moves keep spans valid
+  std::deque<std::vector<uint32_t>> packed;      // one per linear; a deque keeps spans valid
+  std::deque<std::vector<uint16_t>> narrow_cols;  // LUT sparse columns stored as U16
   std::vector<TensorToWrite> tensors;
 };
 
@@ -42,19 +44,43 @@ void check_input(const PackedCheckpointToWrite& c, const std::string& where) {
     const std::string what = "linear " + quote_name(l.name);
     if (l.name.empty()) throw Error(where, "a quantized linear has an empty name");
     if (!reserved.insert(l.name + kQWeightSuffix).second) throw Error(where, what + " is given twice");
-    validate_quantized_matrix(l.matrix, where + ": " + what);
-    for (const char* suffix : {".weight", kScalesSuffix, kQZerosSuffix}) reserved.insert(l.name + suffix);
+    if (l.lut)
+      validate_lut_matrix(*l.lut, where + ": " + what);
+    else
+      validate_quantized_matrix(l.matrix, where + ": " + what);
+    for (const char* suffix : {".weight", kScalesSuffix, kQZerosSuffix, kLutSuffix, kSparseRowPtrSuffix,
+                               kSparseColSuffix, kSparseValSuffix})
+      reserved.insert(l.name + suffix);
   }
   for (const TensorToWrite& t : c.dense)
     if (reserved.count(t.name))
       throw Error(where, "dense tensor " + quote_name(t.name) + " clashes with a quantized linear");
 }
 
+void add_lut_tensors(const std::string& name, const LutMatrix& m, TensorSet& set) {
+  set.packed.push_back(pack_rows(m.codes, m.rows, m.cols, m.bits));
+  set.tensors.push_back(
+      {name + kQWeightSuffix, DType::I32, {m.rows, packed_words_per_row(m.bits, m.cols)}, bytes_of(set.packed.back())});
+  set.tensors.push_back({name + kLutSuffix, DType::F16, {m.rows, m.levels()}, bytes_of(m.lut)});
+  if (!m.has_sparse()) return;
+  set.tensors.push_back({name + kSparseRowPtrSuffix, DType::I32, {m.rows + 1}, bytes_of(m.row_ptr)});
+  if (m.cols <= 65536) {  // half the index bytes; FORMAT.md fixes the choice by cols
+    set.narrow_cols.emplace_back(m.col.begin(), m.col.end());
+    set.tensors.push_back({name + kSparseColSuffix, DType::U16, {m.nnz()}, bytes_of(set.narrow_cols.back())});
+  } else {
+    set.tensors.push_back({name + kSparseColSuffix, DType::I32, {m.nnz()}, bytes_of(m.col)});
+  }
+  set.tensors.push_back({name + kSparseValSuffix, DType::F16, {m.nnz()}, bytes_of(m.val)});
+}
+
 TensorSet build_tensors(const PackedCheckpointToWrite& c) {
   TensorSet set;
   set.tensors = c.dense;
-  set.packed.reserve(c.linears.size());
   for (const QuantizedLinearToWrite& l : c.linears) {
+    if (l.lut) {
+      add_lut_tensors(l.name, *l.lut, set);
+      continue;
+    }
     const QuantizedMatrix& m = l.matrix;
     const int64_t words = packed_words_per_row(m.quant.bits, m.cols);
     set.packed.push_back(pack_rows(m.codes, m.rows, m.cols, m.quant.bits));
@@ -70,8 +96,8 @@ TensorSet build_tensors(const PackedCheckpointToWrite& c) {
 json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorToWrite>& tensors) {
   json linears = json::object();
   for (const QuantizedLinearToWrite& l : c.linears)
-    linears[l.name] = {{"quant_type", uniform_quant_name(l.matrix.quant)},
-                       {"shape", {l.matrix.rows, l.matrix.cols}},
+    linears[l.name] = {{"quant_type", l.quant_type()},
+                       {"shape", {l.lut ? l.lut->rows : l.matrix.rows, l.lut ? l.lut->cols : l.matrix.cols}},
                        {"method", l.method},
                        {"options", l.options}};
   json hashes = json::object();
@@ -89,7 +115,7 @@ json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorTo
 
 json build_config(const PackedCheckpointToWrite& c) {
   std::set<std::string> types;
-  for (const QuantizedLinearToWrite& l : c.linears) types.insert(uniform_quant_name(l.matrix.quant));
+  for (const QuantizedLinearToWrite& l : c.linears) types.insert(l.quant_type());
   json config = c.source_config;
   config["quantization_config"] = {{"quant_method", "fsq"},
                                    {"format_version", kPackedFormatVersion},
@@ -106,6 +132,10 @@ void copy_source_files(const fs::path& from, const fs::path& to) {
 }
 
 }  // namespace
+
+std::string QuantizedLinearToWrite::quant_type() const {
+  return lut ? lut_quant_name(lut->bits) : uniform_quant_name(matrix.quant);
+}
 
 const std::vector<std::string>& packed_copied_source_files() {
   // clang-format off

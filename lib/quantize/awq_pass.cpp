@@ -4,17 +4,14 @@
 
 #include "common/error.h"
 #include "quantize/awq_fold.h"
+#include "quantize/layer_values.h"
 #include "quantize/fake_quant.h"
 #include "runtime/model.h"
 
 namespace fsq {
 namespace {
 
-const DenseLinear& dense(const DecoderLayer& layer, const std::string& role) {
-  const auto* d = dynamic_cast<const DenseLinear*>(layer.linear(role).get());
-  if (d == nullptr) throw Error("awq", role + " is not a dense linear: " + layer.linear(role)->describe());
-  return *d;
-}
+const DenseLinear& dense(const DecoderLayer& layer, const std::string& role) { return dense_linear(layer, role, "awq"); }
 
 void set_linear(DecoderLayer& layer, const std::string& role, at::Tensor weight, std::optional<at::Tensor> bias) {
   layer.linear(role) = std::make_unique<DenseLinear>(std::move(weight), std::move(bias));

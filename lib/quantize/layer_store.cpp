@@ -91,9 +91,20 @@ void LayerStore::save(int64_t layer, const StoredLayer& stored) const {
     tensors.push_back({role + ".scales", DType::F16, {m.rows, m.groups()}, bytes_of(m.scales)});
     if (!m.quant.symmetric) tensors.push_back({role + ".zeros", DType::U8, {m.rows, m.groups()}, bytes_of(m.zeros)});
   }
+  nlohmann::json lut_linears = nlohmann::json::object();
+  for (const auto& [role, m] : stored.lut_linears) {
+    lut_linears[role] = {{"bits", m.bits}, {"rows", m.rows}, {"cols", m.cols}, {"sparse", m.has_sparse()}};
+    tensors.push_back({role + ".codes", DType::U8, {m.rows, m.cols}, bytes_of(m.codes)});
+    tensors.push_back({role + ".lut", DType::F16, {m.rows, m.levels()}, bytes_of(m.lut)});
+    if (!m.has_sparse()) continue;
+    tensors.push_back({role + ".row_ptr", DType::I32, {m.rows + 1}, bytes_of(m.row_ptr)});
+    tensors.push_back({role + ".col", DType::I32, {m.nnz()}, bytes_of(m.col)});
+    tensors.push_back({role + ".val", DType::F16, {m.nnz()}, bytes_of(m.val)});
+  }
   for (const auto& [name, v] : stored.vectors)
     tensors.push_back({name, DType::F32, {static_cast<int64_t>(v.size())}, bytes_of(v)});
-  write_safetensors(file(layer), tensors, {{"linears", linears.dump()}, {"report", stored.report.dump()}});
+  write_safetensors(file(layer), tensors,
+                    {{"linears", linears.dump()}, {"lut_linears", lut_linears.dump()}, {"report", stored.report.dump()}});
 }
 
 StoredLayer LayerStore::load(int64_t layer) const {
@@ -102,6 +113,27 @@ StoredLayer LayerStore::load(int64_t layer) const {
   StoredLayer out;
   try {
     out.report = nlohmann::json::parse(f->metadata().at("report"));
+    auto need = [&](const std::string& name) -> const TensorView& {
+      const TensorView* v = f->find(name);
+      if (v == nullptr) throw Error(where, "saved layer lacks tensor " + quote_name(name) + "; rerun with --no-resume");
+      return *v;
+    };
+    const nlohmann::json lut_linears = nlohmann::json::parse(f->metadata().at("lut_linears"));
+    for (const auto& [role, info] : lut_linears.items()) {
+      LutMatrix m;
+      m.bits = info.at("bits").get<int>();
+      m.rows = info.at("rows").get<int64_t>();
+      m.cols = info.at("cols").get<int64_t>();
+      m.codes = copy_out<uint8_t>(need(role + ".codes"));
+      m.lut = copy_out<uint16_t>(need(role + ".lut"));
+      if (info.at("sparse").get<bool>()) {
+        m.row_ptr = copy_out<int32_t>(need(role + ".row_ptr"));
+        m.col = copy_out<int32_t>(need(role + ".col"));
+        m.val = copy_out<uint16_t>(need(role + ".val"));
+      }
+      validate_lut_matrix(m, where);
+      out.lut_linears.emplace(role, std::move(m));
+    }
     const nlohmann::json linears = nlohmann::json::parse(f->metadata().at("linears"));
     for (const auto& [role, info] : linears.items()) {
       QuantizedMatrix m;
@@ -109,11 +141,6 @@ StoredLayer LayerStore::load(int64_t layer) const {
                              info.at("symmetric").get<bool>()};
       m.rows = info.at("rows").get<int64_t>();
       m.cols = info.at("cols").get<int64_t>();
-      auto need = [&](const std::string& name) -> const TensorView& {
-        const TensorView* v = f->find(name);
-        if (v == nullptr) throw Error(where, "saved layer lacks tensor " + quote_name(name) + "; rerun with --no-resume");
-        return *v;
-      };
       m.codes = copy_out<uint8_t>(need(role + ".codes"));
       m.scales = copy_out<uint16_t>(need(role + ".scales"));
       if (!m.quant.symmetric) m.zeros = copy_out<uint8_t>(need(role + ".zeros"));

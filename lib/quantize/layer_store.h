@@ -16,13 +16,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/quant/lut_quant.h"
 #include "formats/quant/uniform_reference.h"
 
 namespace fsq {
 
 // What the pipeline keeps of one quantized layer.
 struct StoredLayer {
-  std::map<std::string, QuantizedMatrix> linears;     // role -> canonical values
+  std::map<std::string, QuantizedMatrix> linears;     // role -> canonical values (uniform types)
+  std::map<std::string, LutMatrix> lut_linears;       // role -> canonical values (LUT types)
   std::map<std::string, std::vector<float>> vectors;  // "input_norm", "post_attn_norm", "<role>.bias"
   nlohmann::json report;
 };

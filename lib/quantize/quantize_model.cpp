@@ -19,6 +19,7 @@
 #include "formats/tokenizer.h"
 #include "quantize/fake_quant.h"
 #include "quantize/layer_inputs.h"
+#include "quantize/layer_values.h"
 #include "quantize/layer_store.h"
 #include "quantize/pass.h"
 #include "runtime/eval/speed.h"
@@ -29,13 +30,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<float> to_floats(const at::Tensor& t) {
-  at::Tensor c = t.detach().to(at::kCPU, at::kFloat).contiguous();
-  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-}
-
 const DenseLinear& dense(const DecoderLayer& layer, const std::string& role) {
-  return dynamic_cast<const DenseLinear&>(*layer.linear(role));
+  return dense_linear(layer, role, "quantize");
 }
 
 // Linears whose input width the requested group size does not divide get a fallback type.
@@ -91,13 +87,15 @@ void use_stored_values(DecoderLayer& layer, const ArchSpec& arch, const StoredLa
       host_floats_like(stored.vectors.at("post_attn_norm"), layer.post_attn_norm.sizes().vec(), layer.post_attn_norm);
   for (const auto& spec : arch.linears) {
     const DenseLinear& d = dense(layer, spec.role);
-    const QuantizedMatrix& m = stored.linears.at(spec.role);
-    std::vector<float> w(static_cast<size_t>(m.rows * m.cols));
-    dequantize_uniform(m, w.data());
+    std::vector<float> w(static_cast<size_t>(d.out_features() * d.in_features()));
+    if (auto lut = stored.lut_linears.find(spec.role); lut != stored.lut_linears.end())
+      dequantize_lut(lut->second, w.data());
+    else
+      dequantize_uniform(stored.linears.at(spec.role), w.data());
     std::optional<at::Tensor> bias;
     if (d.bias()) bias = host_floats_like(stored.vectors.at(spec.role + ".bias"), d.bias()->sizes().vec(), *d.bias());
-    layer.linear(spec.role) = std::make_unique<DenseLinear>(host_floats_like(std::move(w), {m.rows, m.cols}, d.weight()),
-                                                            std::move(bias));
+    layer.linear(spec.role) = std::make_unique<DenseLinear>(
+        host_floats_like(std::move(w), {d.out_features(), d.in_features()}, d.weight()), std::move(bias));
   }
 }
 
@@ -266,11 +264,19 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     };
     add_vector(layer_name(arch.input_norm.hf, i), stored.vectors.at("input_norm"));
     add_vector(layer_name(arch.post_attn_norm.hf, i), stored.vectors.at("post_attn_norm"));
+    const nlohmann::json options = {{"report", stored.report}};
+    auto add_bias = [&](const std::string& role, const std::string& base) {
+      if (auto b = stored.vectors.find(role + ".bias"); b != stored.vectors.end()) add_vector(base + ".bias", b->second);
+    };
     for (auto& [role, matrix] : stored.linears) {
       const std::string base = layer_name(arch.linear(role).pattern, i);
-      if (auto b = stored.vectors.find(role + ".bias"); b != stored.vectors.end()) add_vector(base + ".bias", b->second);
-      nlohmann::json options = {{"report", stored.report}};
-      packed.linears.push_back({base, std::move(matrix), cfg.method, options});
+      add_bias(role, base);
+      packed.linears.push_back({base, std::move(matrix), cfg.method, options, std::nullopt});
+    }
+    for (auto& [role, matrix] : stored.lut_linears) {
+      const std::string base = layer_name(arch.linear(role).pattern, i);
+      add_bias(role, base);
+      packed.linears.push_back({base, QuantizedMatrix{}, cfg.method, options, std::move(matrix)});
     }
   }
   for (const TensorView* v : ckpt.tensors())

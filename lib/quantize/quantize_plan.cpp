@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "formats/architectures.h"
 #include "formats/checkpoint.h"
+#include "formats/quant/lut_quant.h"
 #include "formats/quant/quant_types.h"
 #include "runtime/rope_size.h"
 
@@ -52,7 +53,11 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
     if (quantized.count(v->name) && v->shape.size() == 2) {
       p.quantized_parameters += v->numel();
       p.linears += 1;
-      packed_bits += static_cast<double>(v->numel()) * bits_per_weight(quant_for_columns(s.quant, v->shape[1]), v->shape[1]);
+      const int64_t rows = v->shape[0], cols = v->shape[1];
+      packed_bits += static_cast<double>(v->numel()) *
+                     (s.lut_bits != 0 ? lut_bits_per_weight(s.lut_bits, rows, cols,
+                                                            std::llround(s.sparse_fraction * static_cast<double>(v->numel())))
+                                      : bits_per_weight(quant_for_columns(s.quant, cols), cols));
     } else {
       p.dense_parameters += v->numel();
       dense_bytes += static_cast<int64_t>(v->nbytes);
@@ -64,7 +69,8 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   const int64_t layer_params = p.quantized_parameters / std::max<int64_t>(1, c.num_layers) + 2 * h;
 
   p.runtime = kRuntimeBytes;
-  p.checkpoint = p.source_bytes;  // mapped pages of the source, touched layer by layer
+  // Mapped pages of the source (and of the Fisher diagonals), touched layer by layer.
+  p.checkpoint = p.source_bytes + s.fisher_file_bytes;
   p.shell = c.vocab_size * h * kF32;  // the model shell's embedding (loaded by every method)
   p.layer = 2 * layer_params * kF32;  // the fp layer and the pass's rewritten copy
   // Codes (one byte per weight) of every layer are held while the checkpoint is written.
@@ -82,6 +88,10 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   return p;
 }
 
+std::string QuantizeShape::quant_name() const {
+  return lut_bits != 0 ? lut_quant_name(lut_bits) : uniform_quant_name(quant);
+}
+
 nlohmann::json QuantizePlan::to_json() const {
   return {{"layers", layers}, {"linears", linears}, {"quantized_parameters", quantized_parameters},
           {"dense_parameters", dense_parameters}, {"bits_per_weight", bits_per_weight},
@@ -96,8 +106,8 @@ std::string QuantizePlan::to_text(const QuantizeShape& s) const {
   char buf[1024];
   std::string out;
   std::snprintf(buf, sizeof buf,
-                "plan: %s %s on %lld layers x %lld linears (%lld weights, %.3f bits/weight incl. scales/zeros)\n",
-                s.method.c_str(), uniform_quant_name(s.quant).c_str(), static_cast<long long>(layers),
+                "plan: %s %s on %lld layers x %lld linears (%lld weights, %.3f bits/weight as stored)\n",
+                s.method.c_str(), s.quant_name().c_str(), static_cast<long long>(layers),
                 static_cast<long long>(linears / std::max<int64_t>(1, layers)),
                 static_cast<long long>(quantized_parameters), bits_per_weight);
   out += buf;

@@ -22,6 +22,13 @@ struct QuantizeShape {
   bool calibrated = false;
   UniformQuant quant;
   int64_t samples = 0, seq_len = 0, batch = 0;
+  // LUT methods (SqueezeLLM): code bits (0: a uniform method), the expected share of weights
+  // in the sparse part, and the calibration file mapped for its Fisher diagonals.
+  int lut_bits = 0;
+  double sparse_fraction = 0;
+  int64_t fisher_file_bytes = 0;
+
+  std::string quant_name() const;  // "w4g128a" or "lut4"
 };
 
 struct QuantizePlan {

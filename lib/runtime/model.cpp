@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/tensor_inventory.h"
+#include "runtime/lut_linear.h"
 #include "runtime/quant_linear.h"
 #include "runtime/torch_bridge.h"
 
@@ -50,7 +51,7 @@ class Loader {
         throw Error(packed_->dir().string(), "packed linear " + quote_name(base) + " has shape " + show({p->rows, p->cols}) +
                                                  ", config.json implies " + show({out, in}));
       count_ += out * in;
-      return make_quant_linear(*p);
+      return p->is_lut() ? make_lut_linear(*p) : make_quant_linear(*p);
     }
     at::Tensor w = get(base + ".weight", {out, in});
     std::optional<at::Tensor> b;

@@ -19,8 +19,9 @@ c10::ScalarType to_scalar_type(DType t) {
     case DType::I32: return at::kInt;
     case DType::I64: return at::kLong;
     case DType::BOOL: return at::kBool;
+    case DType::U16: break;  // LibTorch 1.13 has no uint16 (fsq stores only sparse column indices so)
   }
-  throw Error("dtype", "no LibTorch scalar type");
+  throw Error("dtype", "no LibTorch scalar type for " + std::string(dtype_name(t)));
 }
 
 at::Tensor tensor_from_view(const TensorView& v, c10::ScalarType dtype, c10::Device device) {

@@ -3,10 +3,12 @@
 // and expects one error line naming the file at fault and the problem.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <map>
 
 #include "common/error.h"
+#include "common/half.h"
 #include "common/sha256.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/bitpack.h"
@@ -23,6 +25,7 @@ using json = nlohmann::json;
 constexpr int64_t kRows = 4, kCols = 64;
 const std::string kAsym = "model.layers.0.mlp.up_proj";   // w4g32a: scales/qzeros [4, 2]
 const std::string kSym = "model.layers.0.mlp.down_proj";  // w3g32s: scales [4, 2]
+const std::string kLut = "model.layers.0.mlp.gate_proj";  // lut4: lut [4, 16], 4 sparse values
 
 struct RawTensor {
   DType dtype;
@@ -48,6 +51,22 @@ struct RawCheckpoint {
         {"quant_type", type}, {"shape", {kRows, kCols}}, {"method", "rtn"}, {"options", json::object()}};
   }
 
+  // A lut4 linear whose CSR part holds row 0: column 5, row 1: none, row 2: 0 and 63, row 3: 10.
+  void add_lut_linear(const std::string& name) {
+    std::vector<uint8_t> codes(kRows * kCols);
+    for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>((i * 7) % 16);
+    std::vector<uint16_t> lut(kRows * 16);
+    for (size_t i = 0; i < lut.size(); ++i) lut[i] = f32_to_f16(0.01f * (static_cast<float>(i % 16) - 7.5f));
+    tensors[name + ".qweight"] = {DType::I32, {kRows, packed_words_per_row(4, kCols)},
+                                  test::to_bytes(pack_rows(codes, kRows, kCols, 4))};
+    tensors[name + ".lut"] = {DType::F16, {kRows, 16}, test::to_bytes(lut)};
+    tensors[name + ".sparse_row_ptr"] = {DType::I32, {kRows + 1}, test::to_bytes(std::vector<int32_t>{0, 1, 1, 3, 4})};
+    tensors[name + ".sparse_col"] = {DType::U16, {4}, test::to_bytes(std::vector<uint16_t>{5, 0, 63, 10})};
+    tensors[name + ".sparse_val"] = {DType::F16, {4}, test::to_bytes(std::vector<uint16_t>(4, f32_to_f16(0.5f)))};
+    manifest["linears"][name] = {
+        {"quant_type", "lut4"}, {"shape", {kRows, kCols}}, {"method", "squeezellm"}, {"options", json::object()}};
+  }
+
   static RawCheckpoint valid() {
     RawCheckpoint c;
     c.config = json::parse(test::llama_config());
@@ -58,6 +77,7 @@ struct RawCheckpoint {
                   {"linears", json::object()}};
     c.add_linear(kAsym, "w4g32a", 1);
     c.add_linear(kSym, "w3g32s", 2);
+    c.add_lut_linear(kLut);
     c.tensors["model.norm.weight"] = {DType::F32, {kCols}, test::to_bytes(std::vector<float>(kCols, 1.0f))};
     return c;
   }
@@ -90,6 +110,12 @@ void PrintTo(const MalformedCase& c, std::ostream* os) { *os << c.name; }
 
 void no_op(RawCheckpoint&) {}
 void no_file_op(const fs::path&) {}
+
+// Writes a little-endian value into element i of a tensor's bytes.
+template <typename T>
+void put(RawTensor& t, size_t i, T value) {
+  std::memcpy(t.bytes.data() + i * sizeof(T), &value, sizeof(T));
+}
 
 std::vector<std::byte> f32_scales(int64_t n) {
   return test::to_bytes(std::vector<float>(static_cast<size_t>(n), 0.01f));
@@ -153,6 +179,39 @@ const std::vector<MalformedCase>& cases() {
       {"Sha256Mismatch", no_op,
        [](RawCheckpoint& c) { c.tensors[kSym + ".qweight"].bytes[3] ^= std::byte{0x10}; }, no_file_op,
        "model.safetensors", "'" + kSym + ".qweight' sha256 does not match fsq.json"},
+      {"LutShapeDoesNotMatchBits",
+       [](RawCheckpoint& c) { c.tensors[kLut + ".lut"].shape = {kRows * 2, 8}; }, no_op, no_file_op,
+       "model.safetensors", "'" + kLut + ".lut' shape does not match lut4 for [4, 64] (expected [4, 16], got [8, 8])"},
+      {"LutCentroidNotFinite", [](RawCheckpoint& c) { put<uint16_t>(c.tensors[kLut + ".lut"], 3, 0x7E00); }, no_op,
+       no_file_op, "model.safetensors", "centroid 3 is not finite"},
+      {"ScalesNextToLutLinear",
+       [](RawCheckpoint& c) { c.tensors[kLut + ".scales"] = c.tensors[kSym + ".scales"]; }, no_op, no_file_op,
+       "model.safetensors", "'" + kLut + ".scales' does not belong to a lut4 linear"},
+      {"SparsePartIncomplete", [](RawCheckpoint& c) { c.tensors.erase(kLut + ".sparse_val"); }, no_op, no_file_op,
+       "model.safetensors", "has an incomplete sparse part"},
+      {"SparseRowPtrDoesNotStartAtZero",
+       [](RawCheckpoint& c) { put<int32_t>(c.tensors[kLut + ".sparse_row_ptr"], 0, 1); }, no_op, no_file_op,
+       "model.safetensors", "sparse_row_ptr' does not start at 0"},
+      {"SparseRowPtrDecreases",
+       [](RawCheckpoint& c) { put<int32_t>(c.tensors[kLut + ".sparse_row_ptr"], 2, 0); }, no_op, no_file_op,
+       "model.safetensors", "decreases or overruns at row 1"},
+      {"SparseRowPtrEndsBeforeTheValues",
+       [](RawCheckpoint& c) { put<int32_t>(c.tensors[kLut + ".sparse_row_ptr"], 4, 3); }, no_op, no_file_op,
+       "model.safetensors", "ends at 3 but '" + kLut + ".sparse_val' holds 4 values"},
+      {"SparseColumnOutOfRange",
+       [](RawCheckpoint& c) { put<uint16_t>(c.tensors[kLut + ".sparse_col"], 2, 64); }, no_op, no_file_op,
+       "model.safetensors", "column 64 of row 2 is outside 0..63"},
+      {"SparseColumnsNotIncreasing",
+       [](RawCheckpoint& c) { put<uint16_t>(c.tensors[kLut + ".sparse_col"], 2, 0); }, no_op, no_file_op,
+       "model.safetensors", "columns of row 2 are not strictly increasing"},
+      {"SparseColumnsWiderThanNeeded",
+       [](RawCheckpoint& c) {
+         c.tensors[kLut + ".sparse_col"] = {DType::I32, {4}, test::to_bytes(std::vector<int32_t>{5, 0, 63, 10})};
+       },
+       no_op, no_file_op, "model.safetensors", "sparse_col' has the wrong dtype (expected U16, got I32)"},
+      {"SparseValueNotFinite",
+       [](RawCheckpoint& c) { put<uint16_t>(c.tensors[kLut + ".sparse_val"], 1, 0xFC00); }, no_op, no_file_op,
+       "model.safetensors", "value 1 is not finite"},
       {"TruncatedSafetensors", no_op, no_op,
        [](const fs::path& d) {
          fs::resize_file(d / "model.safetensors", fs::file_size(d / "model.safetensors") - 10);
@@ -168,7 +227,7 @@ TEST(PackedMalformedBaseline, ValidDirectoryOpens) {
   c.hash_tensors();
   c.write(tmp.path());
   const PackedCheckpoint p = PackedCheckpoint::open(tmp.path());
-  EXPECT_EQ(p.linears().size(), 2u);
+  EXPECT_EQ(p.linears().size(), 3u);
   ASSERT_EQ(p.dense_tensors().size(), 1u);
   EXPECT_EQ(p.dense_tensors()[0]->name, "model.norm.weight");
 }

@@ -8,6 +8,8 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/half.h"
+#include "common/json_file.h"
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
 #include "quant/packed_test_support.h"
@@ -120,6 +122,80 @@ TEST_F(PackedCheckpointTest, RoundTripIsBitExact) {
     EXPECT_TRUE(v->nbytes == t.data.size() && test::same_bytes(v->data, t.data)) << t.name;
   }
   EXPECT_EQ(dense_names, given);
+}
+
+// A LUT matrix with every code, centroid and CSR entry drawn from `seed`; `nnz_per_row`
+// sparse corrections in each row (0: no sparse part).
+LutMatrix lut_matrix(int bits, int64_t rows, int64_t cols, int64_t nnz_per_row, uint32_t seed) {
+  LutMatrix m;
+  m.bits = bits;
+  m.rows = rows;
+  m.cols = cols;
+  uint32_t state = seed * 2654435761u + 1;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < rows * cols; ++i) m.codes.push_back(static_cast<uint8_t>(next() >> 28) % m.levels());
+  for (int64_t i = 0; i < rows * m.levels(); ++i)
+    m.lut.push_back(f32_to_f16(static_cast<float>(static_cast<int32_t>(next() >> 16) - 32768) / 65536.0f));
+  if (nnz_per_row == 0) return m;
+  m.row_ptr.push_back(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < nnz_per_row; ++j) {
+      m.col.push_back(static_cast<int32_t>(j * (cols / nnz_per_row) + static_cast<int64_t>(next() % (cols / nnz_per_row))));
+      m.val.push_back(f32_to_f16(static_cast<float>(next() >> 20) / 256.0f));
+    }
+    m.row_ptr.push_back(static_cast<int32_t>(m.col.size()));
+  }
+  return m;
+}
+
+TEST_F(PackedCheckpointTest, LutLinearsRoundTripWithTheirSparseParts) {
+  src.ckpt.linears.clear();
+  const std::vector<std::pair<std::string, LutMatrix>> luts = {
+      {"mlp.gate_proj", lut_matrix(4, 48, kHidden, 3, 1)},  // columns stored as U16
+      {"mlp.up_proj", lut_matrix(3, 48, 40, 0, 2)},          // dense only, rows not filling words
+      {"mlp.down_proj", lut_matrix(3, 2, 70000, 2, 3)}};     // columns past 65535: I32
+  for (const auto& [name, m] : luts) src.ckpt.linears.push_back({kLayer + name, {}, "squeezellm", {}, m});
+  write_packed_checkpoint(src.ckpt, out);
+  const PackedCheckpoint c = PackedCheckpoint::open(out);
+  for (const auto& [name, in] : luts) {
+    SCOPED_TRACE(name);
+    const PackedLinear* l = c.find_linear(kLayer + name);
+    ASSERT_NE(l, nullptr);
+    EXPECT_TRUE(l->is_lut());
+    EXPECT_EQ(l->quant_type, in.bits == 4 ? "lut4" : "lut3");
+    EXPECT_EQ(l->scales, nullptr);
+    EXPECT_EQ(l->sparse_row_ptr != nullptr, in.has_sparse());
+    if (in.has_sparse()) EXPECT_EQ(l->sparse_col->dtype, in.cols <= 65536 ? DType::U16 : DType::I32);
+    const LutMatrix back = unpack_lut_linear(*l);
+    EXPECT_EQ(back.codes, in.codes);
+    EXPECT_EQ(back.lut, in.lut);
+    EXPECT_EQ(back.row_ptr, in.row_ptr);
+    EXPECT_EQ(back.col, in.col);
+    EXPECT_EQ(back.val, in.val);
+    std::vector<float> expected(static_cast<size_t>(in.rows * in.cols));
+    dequantize_lut(in, expected.data());
+    const std::vector<float> got = dequantize_linear(*l);
+    EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0);
+    EXPECT_THROW(unpack_linear(*l), Error);
+  }
+  EXPECT_EQ(read_json_file(out / kPackedConfigFile)["quantization_config"]["quant_types"],
+            json::array({"lut3", "lut4"}));
+}
+
+TEST(LutQuant, DequantizeAddsTheSparseCorrectionsAndBitsCountEveryByte) {
+  LutMatrix m = lut_matrix(4, 2, 8, 1, 9);
+  std::vector<float> w(16);
+  dequantize_lut(m, w.data());
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 8; ++c) {
+      float expected = f16_to_f32(m.lut[r * 16 + m.codes[r * 8 + c]]);
+      if (c == m.col[r]) expected += f16_to_f32(m.val[r]);
+      EXPECT_EQ(w[r * 8 + c], expected) << r << "," << c;
+    }
+  // 4 code bits + 16 fp16 centroids over 8 columns + (2 nonzeros x 32 bits + 3 row pointers x 32) / 16 weights.
+  EXPECT_DOUBLE_EQ(lut_bits_per_weight(4, 2, 8, 2), 4.0 + (2 * 16 * 16 + 2 * 32 + 3 * 32) / 16.0);
+  m.col[1] = 8;
+  EXPECT_THROW(validate_lut_matrix(m, "test"), Error);
 }
 
 TEST_F(PackedCheckpointTest, ConfigManifestAndSideFiles) {

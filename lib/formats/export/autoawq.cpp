@@ -73,7 +73,8 @@ int64_t check_linears(const PackedCheckpoint& src) {
   for (const PackedLinear& l : src.linears()) {
     const std::string what = "linear " + quote_name(l.name) + " (" + l.quant_type + ", " +
                              std::to_string(l.rows) + " x " + std::to_string(l.cols) + ")";
-    const std::string reason = autoawq_unsupported_reason(l.quant, l.rows, l.cols);
+    const std::string reason = l.is_lut() ? "AutoAWQ stores uniform 4-bit codes, not lookup-table centroids"
+                                          : autoawq_unsupported_reason(l.quant, l.rows, l.cols);
     if (!reason.empty()) throw Error(where, what + " cannot be exported as AutoAWQ GEMM: " + reason);
     if (l.quant.group_size != first.quant.group_size)
       throw Error(where, what + " has another group size than linear " + quote_name(first.name) + " (" +

@@ -155,7 +155,7 @@ TEST(AutoAwqLayout, WordsMatchAutoAwqPackingOrder) {
     m.zeros.insert(m.zeros.end(), {static_cast<uint8_t>(15 - n), static_cast<uint8_t>(n)});
     m.scales.insert(m.scales.end(), {f32_to_f16(0.5f + n), f32_to_f16(-0.25f * n)});
   }
-  src.ckpt.linears.push_back({"layer", m, "rtn", {}});
+  src.ckpt.linears.push_back({"layer", m, "rtn", {}, std::nullopt});
   export_autoawq(src.write(tmp / "packed"), tmp / "awq");
 
   const auto file = SafetensorsFile::open(tmp / "awq" / "model.safetensors");

@@ -43,7 +43,7 @@ struct PackedSource {
 
   void add_linear(const std::string& name, const std::string& type, int64_t rows, int64_t cols, uint32_t seed) {
     const std::vector<float> w = shifted_weights(rows, cols, seed);
-    ckpt.linears.push_back({name, quantize_uniform(w.data(), rows, cols, find_uniform_quant(type)), "rtn", {}});
+    ckpt.linears.push_back({name, quantize_uniform(w.data(), rows, cols, find_uniform_quant(type)), "rtn", {}, std::nullopt});
   }
 
   // Writes to `dir` and opens it the way `fsq export` does.

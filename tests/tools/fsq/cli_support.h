@@ -51,6 +51,12 @@ size_t lines(const std::string& s);
 // The quantize memory plan must never under-predict and stay useful as a limit: for the
 // `fsq quantize --json` summary, measured peak RSS <= predicted <= kPlanMaxOverPrediction x measured.
 constexpr double kPlanMaxOverPrediction = 1.25;
-void expect_plan_brackets_peak_rss(const std::filesystem::path& quantize_json);
+// stories260K (1 MB of weights) peaks at the runtime plus whatever glibc keeps of freed
+// activations: the same AWQ w4 command measured 289, 308, 357 and 389 MiB across builds that
+// changed unrelated code (its dynamic mmap threshold; quantize now trims after each layer).
+// Over a small model the plan can only be a loose bound; SmolLM2 keeps the tight one.
+constexpr double kTinyModelPlanMaxOverPrediction = 1.5;
+void expect_plan_brackets_peak_rss(const std::filesystem::path& quantize_json,
+                                   double max_over_prediction = kPlanMaxOverPrediction);
 
 }  // namespace fsq::clitest
