@@ -59,6 +59,24 @@ struct Avx2 {
   }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
 
+  // 8 nonzeros at a time: columns widened, x gathered, values converted; the rest one by one.
+  static __m256i columns(const uint16_t* c) {
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
+  }
+  static __m256i columns(const int32_t* c) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c)); }
+  template <typename Col>
+  static float sparse_dot(const float* x, const Col* col, const uint16_t* val, int64_t count) {
+    Vec acc = _mm256_setzero_ps();
+    int64_t e = 0;
+    for (; e + kLanes <= count; e += kLanes) {
+      const Vec v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(val + e)));
+      acc = _mm256_fmadd_ps(_mm256_i32gather_ps(x, columns(col + e), 4), v, acc);
+    }
+    float s = reduce_add(acc);
+    for (; e < count; ++e) s += x[col[e]] * _cvtsh_ss(val[e]);
+    return s;
+  }
+
   template <int B>
   static Table table(const uint16_t* lut) {
     Table t;

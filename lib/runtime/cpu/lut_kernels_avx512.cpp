@@ -55,6 +55,30 @@ struct Avx512 {
   static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
 
+  // 16 nonzeros at a time: columns widened, x gathered, values converted; a masked tail.
+  static __m512i columns(const uint16_t* c) {
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c)));
+  }
+  static __m512i columns(const int32_t* c) { return _mm512_loadu_si512(c); }
+  static __m512i columns(const uint16_t* c, __mmask16 k) { return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, c)); }
+  static __m512i columns(const int32_t* c, __mmask16 k) { return _mm512_maskz_loadu_epi32(k, c); }
+  template <typename Col>
+  static float sparse_dot(const float* x, const Col* col, const uint16_t* val, int64_t count) {
+    Vec acc = _mm512_setzero_ps();
+    int64_t e = 0;
+    for (; e + kLanes <= count; e += kLanes) {
+      const Vec v = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(val + e)));
+      acc = _mm512_fmadd_ps(_mm512_i32gather_ps(columns(col + e), x, 4), v, acc);
+    }
+    if (e < count) {
+      const __mmask16 k = first_lanes(static_cast<int>(count - e));
+      const Vec v = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, val + e));
+      const Vec g = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, columns(col + e, k), x, 4);
+      acc = _mm512_fmadd_ps(g, v, acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+  }
+
   template <int B>
   static Table table(const uint16_t* lut) {
     if constexpr (B == 4) {

@@ -5,7 +5,8 @@
 //
 // Simd provides: kLanes; types Vec and Table; zero(), load(const float*), store(float*, Vec),
 // store_partial(float*, Vec, int n), fmadd(a, b, c) = a * b + c, add, reduce_add(Vec),
-// half(uint16_t) -> float; table<B>(const uint16_t* lut): one row's 2^B fp16 centroids as
+// half(uint16_t) -> float; sparse_dot(x, col, val, count) = sum_e x[col[e]] * val[e] (col
+// uint16_t or int32_t, in float); table<B>(const uint16_t* lut): one row's 2^B fp16 centroids as
 // floats; block<B>(p, table, Vec w[8]): the weights of the 8 * kLanes codes starting at
 // byte p, in the panel order of lut_isa.h, reading at most kBlockOverread bytes past them;
 // weights<B>(p, n, avail, table): the weights of the n <= kLanes codes starting at byte p
@@ -42,16 +43,14 @@ FSQ_ALWAYS_INLINE inline void lut_prefetch_lines(const void* p, int64_t begin, i
 template <int M>
 constexpr int kChains = M == 1 ? 8 : M == 2 ? 4 : M <= 4 ? 2 : 1;
 
-// sparse[i] = sum over row n's nonzeros of x[i, col] * val, in float, in CSR order.
+// sparse[i] = sum over row n's nonzeros of x[i, col] * val, in float: Simd::sparse_dot
+// gathers x a vector of nonzeros at a time (a fixed order, whatever the thread split).
 template <class Simd, typename Col, int M>
 FSQ_ALWAYS_INLINE inline void sparse_row(const LutGemvBatch& b, const Col* col, int64_t n, float* sparse) {
   const LutWeightsView& w = *b.w;
-  for (int i = 0; i < M; ++i) sparse[i] = 0.0f;
-  for (int64_t e = w.row_ptr[n], end = w.row_ptr[n + 1]; e < end; ++e) {
-    const float v = Simd::half(w.val[e]);
-    const int64_t k = col[e];
-    for (int i = 0; i < M; ++i) sparse[i] += b.x[i * b.x_stride + k] * v;
-  }
+  const int64_t begin = w.row_ptr[n], count = w.row_ptr[n + 1] - begin;
+  for (int i = 0; i < M; ++i)
+    sparse[i] = count > 0 ? Simd::sparse_dot(b.x + i * b.x_stride, col + begin, w.val + begin, count) : 0.0f;
 }
 
 // y[i, n] for n in [row0, row1): whole blocks of 8 vectors (their weights shared by all M
