@@ -12,9 +12,10 @@
 //   mem:    the kernel alone cycling through copies totalling twice the L3 size (at least
 //           256 MiB; FSQ_BENCH_MEM_MIB overrides), so weights come from DRAM as in a 7B
 //           model's decode step, compared with the read-only kernel over as many bytes.
-// The read-only kernel ("read/...") XORs the buffer into independent accumulators with the
-// widest vector loads the CPU has, split over the same OpenMP threads: the memory read
-// bandwidth a GEMV that reads its weights once can approach (the aim: >= 70% of it).
+// The read-only kernel ("read/...", read_bandwidth.h) XORs the buffer into independent
+// accumulators with the widest vector loads the CPU has, split over the same OpenMP threads:
+// the memory read bandwidth a GEMV that reads its weights once can approach (the aim: >= 70%
+// of it).
 // After the Google Benchmark output it prints two tables: speedups against dense f32, and
 // the kernel's weight GB/s (packed codes + scales + zeros per second) with its ratio to the
 // read bandwidth of the same regime. FSQ_CPU_ISA=scalar|avx2|avx512 picks the kernel variant
@@ -43,10 +44,7 @@
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
 #include "runtime/threads.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "read_bandwidth.h"
 
 namespace fsq {
 namespace {
@@ -160,77 +158,6 @@ void run_memcpy(benchmark::State& state, int64_t bytes, int threads) {
   state.SetBytesProcessed(state.iterations() * bytes);
 }
 
-// The read-only kernels: XOR of words [0, n) (n a multiple of 32) into independent
-// accumulators, so the loop is bound by loads, not by a dependency chain.
-#if defined(__x86_64__)
-__attribute__((target("avx512f"))) uint64_t xor_words_avx512(const uint64_t* p, int64_t n) {
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i < n; i += 32) {
-    a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(p + i));
-    a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(p + i + 8));
-    a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(p + i + 16));
-    a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(p + i + 24));
-  }
-  alignas(64) uint64_t lanes[8];
-  _mm512_store_si512(lanes, _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3)));
-  uint64_t r = 0;
-  for (uint64_t v : lanes) r ^= v;
-  return r;
-}
-
-__attribute__((target("avx2"))) uint64_t xor_words_avx2(const uint64_t* p, int64_t n) {
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i < n; i += 16) {
-    a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
-    a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
-    a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
-    a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
-  }
-  alignas(32) uint64_t lanes[4];
-  const __m256i all = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), all);
-  return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
-}
-#endif
-
-uint64_t xor_words_scalar(const uint64_t* p, int64_t n) {
-  uint64_t a[8] = {};
-  for (int64_t i = 0; i < n; i += 8)
-    for (int j = 0; j < 8; ++j) a[j] ^= p[i + j];
-  return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
-}
-
-using XorWordsFn = uint64_t (*)(const uint64_t*, int64_t);
-XorWordsFn xor_words_for(cpu::CpuIsa isa) {
-#if defined(__x86_64__)
-  switch (isa) {
-    case cpu::CpuIsa::Avx512: return xor_words_avx512;
-    case cpu::CpuIsa::Avx2: return xor_words_avx2;
-    case cpu::CpuIsa::Scalar: break;
-  }
-#endif
-  return xor_words_scalar;
-}
-
-// Reads all of `buffer` each iteration, split over `threads` OpenMP threads.
-void run_read(benchmark::State& state, const std::vector<uint64_t>& buffer, int threads) {
-  set_threads(threads);
-  constexpr int64_t kBlock = 32;  // words, the unit each thread's share is a multiple of
-  const int64_t blocks = static_cast<int64_t>(buffer.size()) / kBlock;
-  const XorWordsFn xor_words = xor_words_for(cpu::best_cpu_isa());
-  std::vector<uint64_t> sums(static_cast<size_t>(threads));
-  for (auto _ : state) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int t = 0; t < threads; ++t) {
-      const int64_t begin = blocks * t / threads * kBlock, end = blocks * (t + 1) / threads * kBlock;
-      sums[static_cast<size_t>(t)] ^= xor_words(buffer.data() + begin, end - begin);
-    }
-    benchmark::DoNotOptimize(sums.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * blocks * kBlock * static_cast<int64_t>(sizeof(uint64_t)));
-}
-
 // Keeps each run's real time (microseconds) by name for the ratio tables: the run itself,
 // or the median of its repetitions.
 class Collector : public benchmark::ConsoleReporter {
@@ -327,7 +254,8 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
   Fixtures* fx = &f;
   for (int threads : thread_counts)
     for (int64_t bytes : {kStreamBytes, f.mem_bytes()})
-      add(read_key(bytes, threads), [=](benchmark::State& st) { run_read(st, fx->read_buffer(bytes), threads); });
+      add(read_key(bytes, threads),
+          [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(bytes), threads); });
   for (const Shape& s : kShapes) {
     const Shape* sp = &s;
     if (s.dense)

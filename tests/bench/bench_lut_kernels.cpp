@@ -1,0 +1,262 @@
+// Decode-time LUT (SqueezeLLM) linears: the raw kernel cpu::lut_gemv (m = 1) on LLaMA-7B
+// shapes (4096x4096 q/o_proj, 11008x4096 down_proj; K x N), lut4 and lut3, dense-only and
+// with 0.45 % CSR nonzeros (16-bit columns), against the read-only bandwidth kernel
+// (read_bandwidth.h) over as many bytes in the same run. Each benchmark cycles through
+// copies of the weights totalling twice the L3 size (at least 256 MiB; FSQ_BENCH_MEM_MIB
+// overrides), so they come from DRAM as in a 7B model's decode step. Bytes counted: packed
+// codes + fp16 tables + the CSR part (row pointers, columns, values).
+// After the Google Benchmark output it prints one table: the kernel's GB/s, its % of the
+// read kernel's GB/s with the same threads, and what the CSR part costs (time with it over
+// time without, minus 1). FSQ_CPU_ISA=scalar|avx2|avx512 picks the kernel variant (the read
+// kernel always uses the widest). With --benchmark_repetitions the table uses medians.
+//   build/tests/bench/bench_lut_kernels --benchmark_min_time=0.5
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/half.h"
+#include "formats/quant/bitpack.h"
+#include "read_bandwidth.h"
+#include "runtime/cpu/lut_kernels.h"
+#include "runtime/threads.h"
+
+namespace fsq {
+namespace {
+
+struct Shape {
+  const char* what;
+  int64_t in, out;  // K, N
+};
+const Shape kShapes[] = {{"7b q/o_proj", 4096, 4096}, {"7b down_proj", 11008, 4096}};
+const int kBits[] = {4, 3};
+constexpr double kSparseDensity = 0.0045;  // SqueezeLLM's 0.45 %
+
+int64_t mem_bytes() {
+  if (const char* mib = std::getenv("FSQ_BENCH_MEM_MIB")) return std::max<int64_t>(1, std::atoll(mib)) << 20;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return std::max<int64_t>(int64_t{256} << 20, 2 * int64_t{l3 > 0 ? l3 : 0});
+}
+
+// One LUT matrix's arrays (random codes, tables and nonzeros: the values do not matter to
+// the timing, the layout does).
+struct LutArrays {
+  int64_t rows = 0, cols = 0;
+  int bits = 4;
+  std::vector<uint32_t> words;
+  std::vector<uint16_t> lut;
+  std::vector<int32_t> row_ptr;  // empty: dense-only
+  std::vector<uint16_t> col, val;
+
+  int64_t bytes() const {
+    return static_cast<int64_t>(words.size() * 4 + lut.size() * 2 + row_ptr.size() * 4 + col.size() * 2 +
+                                val.size() * 2);
+  }
+  cpu::LutWeightsView view() const {
+    cpu::LutWeightsView v;
+    v.words = words.data();
+    v.rows = rows;
+    v.cols = cols;
+    v.words_per_row = packed_words_per_row(bits, cols);
+    v.bits = bits;
+    v.lut = lut.data();
+    if (!row_ptr.empty()) {
+      v.row_ptr = row_ptr.data();
+      v.col = col.data();
+      v.col_type = cpu::LutColType::U16;
+      v.val = val.data();
+      v.nnz = static_cast<int64_t>(val.size());
+    }
+    return v;
+  }
+};
+
+LutArrays make_random(const Shape& s, int bits, bool sparse) {
+  std::mt19937 rng(1);
+  LutArrays a;
+  a.rows = s.out;
+  a.cols = s.in;
+  a.bits = bits;
+  std::vector<uint8_t> codes(static_cast<size_t>(s.in * s.out));
+  std::uniform_int_distribution<int> code(0, (1 << bits) - 1);
+  for (uint8_t& c : codes) c = static_cast<uint8_t>(code(rng));
+  a.words = pack_rows(codes, s.out, s.in, bits);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (int64_t j = 0; j < s.out << bits; ++j) a.lut.push_back(f32_to_f16(normal(rng)));
+  if (sparse) {
+    std::bernoulli_distribution pick(kSparseDensity);
+    a.row_ptr.push_back(0);
+    for (int64_t r = 0; r < s.out; ++r) {
+      for (int64_t c = 0; c < s.in; ++c)
+        if (pick(rng)) {
+          a.col.push_back(static_cast<uint16_t>(c));
+          a.val.push_back(f32_to_f16(normal(rng)));
+        }
+      a.row_ptr.push_back(static_cast<int32_t>(a.val.size()));
+    }
+  }
+  return a;
+}
+
+std::string key(const Shape& s, int bits, bool sparse, int threads) {
+  return "lut" + std::to_string(bits) + (sparse ? "+csr" : "") + "/" + std::to_string(s.in) + "x" +
+         std::to_string(s.out) + "/m1/t" + std::to_string(threads);
+}
+std::string read_key(int64_t bytes, int threads) {
+  return "read/" + std::to_string(bytes >> 20) + "MiB/t" + std::to_string(threads);
+}
+
+// Copies totalling mem_bytes(); only the latest set stays (the benchmarks of one shape, bits
+// and sparsity are registered one after another).
+class Fixtures {
+ public:
+  explicit Fixtures(int64_t mem) : mem_(mem) {}
+  int64_t mem() const { return mem_; }
+  const std::vector<LutArrays>& copies(const Shape& s, int bits, bool sparse) {
+    const std::string k = key(s, bits, sparse, 0);
+    if (k != key_) {
+      copies_.clear();
+      copies_.push_back(make_random(s, bits, sparse));
+      const int64_t n = std::max<int64_t>(1, (mem_ + copies_[0].bytes() - 1) / copies_[0].bytes());
+      while (static_cast<int64_t>(copies_.size()) < n) copies_.push_back(copies_[0]);
+      key_ = k;
+      bytes_[k] = copies_[0].bytes();
+      nnz_[k] = static_cast<int64_t>(copies_[0].val.size());
+    }
+    return copies_;
+  }
+  const std::vector<uint64_t>& read_buffer() {
+    if (read_.empty()) read_.assign(static_cast<size_t>(mem_ / 8), 0x0123456789abcdefULL);
+    return read_;
+  }
+  int64_t bytes(const Shape& s, int bits, bool sparse) const { return lookup(bytes_, key(s, bits, sparse, 0)); }
+  int64_t nnz(const Shape& s, int bits, bool sparse) const { return lookup(nnz_, key(s, bits, sparse, 0)); }
+
+ private:
+  static int64_t lookup(const std::map<std::string, int64_t>& m, const std::string& k) {
+    const auto it = m.find(k);
+    return it == m.end() ? 0 : it->second;
+  }
+  int64_t mem_;
+  std::string key_;
+  std::vector<LutArrays> copies_;
+  std::vector<uint64_t> read_;
+  std::map<std::string, int64_t> bytes_, nnz_;
+};
+
+void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, int threads) {
+  set_threads(threads);
+  const cpu::CpuIsa isa = cpu::selected_cpu_isa();
+  std::vector<cpu::LutWeightsView> views;
+  for (const LutArrays& a : copies) {
+    views.push_back(a.view());
+    if (cpu::check_lut_sparse(views.back()) != cpu::KernelStatus::Ok) {
+      state.SkipWithError("check_lut_sparse failed");
+      return;
+    }
+  }
+  const int64_t rows = views.front().rows, cols = views.front().cols;
+  const std::vector<float> x(static_cast<size_t>(cols), 0.5f);
+  std::vector<float> y(static_cast<size_t>(rows));
+  size_t next = 0;
+  for (auto _ : state) {
+    if (cpu::lut_gemv(views[next], x.data(), 1, cols, y.data(), rows, isa) != cpu::KernelStatus::Ok)
+      state.SkipWithError("lut_gemv failed");
+    benchmark::ClobberMemory();
+    next = next + 1 == views.size() ? 0 : next + 1;
+  }
+  state.SetBytesProcessed(state.iterations() * copies.front().bytes());
+}
+
+// Keeps each run's real time (microseconds) by name: the run itself, or the median of its
+// repetitions.
+class Collector : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, double> micros;
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      if (r.run_type == Run::RT_Iteration)
+        micros.emplace(r.run_name.function_name, r.GetAdjustedRealTime());
+      else if (r.aggregate_name == "median")
+        micros[r.run_name.function_name] = r.GetAdjustedRealTime();
+    }
+  }
+  double get(const std::string& name) const {
+    const auto it = micros.find(name);
+    return it == micros.end() ? 0.0 : it->second;
+  }
+};
+
+template <typename Fn>
+void add(const std::string& name, Fn fn) {
+  benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
+void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
+  Fixtures* fx = &f;
+  for (int threads : thread_counts)
+    add(read_key(f.mem(), threads), [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(), threads); });
+  for (const Shape& s : kShapes)
+    for (int bits : kBits)
+      for (bool sparse : {false, true})
+        for (int threads : thread_counts) {
+          const Shape* sp = &s;
+          add(key(s, bits, sparse, threads),
+              [=](benchmark::State& st) { run_gemv(st, fx->copies(*sp, bits, sparse), threads); });
+        }
+}
+
+void print_table(const Collector& c, const Fixtures& f, const std::vector<int>& thread_counts) {
+  std::printf("\ncpu::lut_gemv m=1, ISA %s, weights cycled over %ld MiB; read: the read-only kernel (%s loads) over "
+              "%ld MiB, same threads\n",
+              cpu::cpu_isa_name(cpu::selected_cpu_isa()), static_cast<long>(f.mem() >> 20),
+              cpu::cpu_isa_name(cpu::best_cpu_isa()), static_cast<long>(f.mem() >> 20));
+  std::printf("%-26s %-9s %3s | %8s %8s %7s %7s %6s | %9s\n", "shape (K x N)", "type", "thr", "nnz", "MB", "us",
+              "GB/s", "%read", "CSR cost");
+  for (const Shape& s : kShapes)
+    for (int bits : kBits)
+      for (int threads : thread_counts) {
+        const double read_us = c.get(read_key(f.mem(), threads));
+        const double read_gbps = read_us > 0 ? static_cast<double>(f.mem()) * 1e-3 / read_us : 0.0;
+        const double dense_us = c.get(key(s, bits, false, threads));
+        for (bool sparse : {false, true}) {
+          const double us = c.get(key(s, bits, sparse, threads));
+          if (us == 0) continue;  // filtered out
+          const double bytes = static_cast<double>(f.bytes(s, bits, sparse)), gbps = bytes * 1e-3 / us;
+          char pct[16] = "-", cost[16] = "-";
+          if (read_gbps > 0) std::snprintf(pct, sizeof pct, "%.0f", 100 * gbps / read_gbps);
+          if (sparse && dense_us > 0) std::snprintf(cost, sizeof cost, "%+.1f%%", 100 * (us / dense_us - 1));
+          std::printf("%-26s %-9s %3d | %8ld %8.2f %7.1f %7.2f %6s | %9s\n",
+                      (std::string(s.what) + " " + std::to_string(s.in) + "x" + std::to_string(s.out)).c_str(),
+                      ("lut" + std::to_string(bits) + (sparse ? "+csr" : "")).c_str(), threads,
+                      static_cast<long>(f.nnz(s, bits, sparse)), bytes * 1e-6, us, gbps, pct, cost);
+        }
+        if (read_gbps > 0) std::printf("%-26s %-9s %3d | read %.2f GB/s\n", "", "", threads, read_gbps);
+      }
+}
+
+}  // namespace
+}  // namespace fsq
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  std::vector<int> thread_counts = {1};
+  const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (all > 1) thread_counts.push_back(all);
+  fsq::Fixtures fixtures(fsq::mem_bytes());
+  fsq::register_all(fixtures, thread_counts);
+  fsq::Collector collector;
+  benchmark::RunSpecifiedBenchmarks(&collector);
+  fsq::print_table(collector, fixtures, thread_counts);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,91 @@
+// The read-only bandwidth yardstick of the kernel benchmarks (bench_uniform_kernels,
+// bench_lut_kernels): XOR of a buffer into independent accumulators with the widest vector
+// loads the CPU has, split over OpenMP threads, so the loop is bound by loads, not by a
+// dependency chain. A GEMV that reads its weights once can approach its bytes per second.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cpu/uniform_kernels.h"
+#include "runtime/threads.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace fsq::bench {
+
+// XOR of words [0, n) (n a multiple of 32).
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) inline uint64_t xor_words_avx512(const uint64_t* p, int64_t n) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i < n; i += 32) {
+    a0 = _mm512_xor_si512(a0, _mm512_loadu_si512(p + i));
+    a1 = _mm512_xor_si512(a1, _mm512_loadu_si512(p + i + 8));
+    a2 = _mm512_xor_si512(a2, _mm512_loadu_si512(p + i + 16));
+    a3 = _mm512_xor_si512(a3, _mm512_loadu_si512(p + i + 24));
+  }
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3)));
+  uint64_t r = 0;
+  for (uint64_t v : lanes) r ^= v;
+  return r;
+}
+
+__attribute__((target("avx2"))) inline uint64_t xor_words_avx2(const uint64_t* p, int64_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i < n; i += 16) {
+    a0 = _mm256_xor_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_xor_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    a2 = _mm256_xor_si256(a2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    a3 = _mm256_xor_si256(a3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  alignas(32) uint64_t lanes[4];
+  const __m256i all = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), all);
+  return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+}
+#endif
+
+inline uint64_t xor_words_scalar(const uint64_t* p, int64_t n) {
+  uint64_t a[8] = {};
+  for (int64_t i = 0; i < n; i += 8)
+    for (int j = 0; j < 8; ++j) a[j] ^= p[i + j];
+  return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+}
+
+using XorWordsFn = uint64_t (*)(const uint64_t*, int64_t);
+inline XorWordsFn xor_words_for(cpu::CpuIsa isa) {
+#if defined(__x86_64__)
+  switch (isa) {
+    case cpu::CpuIsa::Avx512: return xor_words_avx512;
+    case cpu::CpuIsa::Avx2: return xor_words_avx2;
+    case cpu::CpuIsa::Scalar: break;
+  }
+#endif
+  return xor_words_scalar;
+}
+
+// Reads all of `buffer` each iteration, split over `threads` OpenMP threads; bytes/s counted.
+inline void run_read(benchmark::State& state, const std::vector<uint64_t>& buffer, int threads) {
+  set_threads(threads);
+  constexpr int64_t kBlock = 32;  // words, the unit each thread's share is a multiple of
+  const int64_t blocks = static_cast<int64_t>(buffer.size()) / kBlock;
+  const XorWordsFn xor_words = xor_words_for(cpu::best_cpu_isa());
+  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  for (auto _ : state) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; ++t) {
+      const int64_t begin = blocks * t / threads * kBlock, end = blocks * (t + 1) / threads * kBlock;
+      sums[static_cast<size_t>(t)] ^= xor_words(buffer.data() + begin, end - begin);
+    }
+    benchmark::DoNotOptimize(sums.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * blocks * kBlock * static_cast<int64_t>(sizeof(uint64_t)));
+}
+
+}  // namespace fsq::bench
