@@ -2,7 +2,8 @@
 # Quantization quality table: for one model, quantize with each method x bit width, then
 # `fsq eval --compare` every result against the unquantized model on each text. Prints
 # perplexity, mean KL divergence, top-1 agreement, bits per weight, file size and quantize
-# wall time, all from this run (DESIGN.md protocol "gptq": non-overlapping windows).
+# wall time, all from this run (DESIGN.md protocol FSQ_PROTOCOL, default "gptq":
+# non-overlapping windows; "llama.cpp" scores the second half of each window).
 #
 # Calibration never sees the evaluated text: each text is split at a line boundary, the
 # first FSQ_EVAL_FRACTION (default 0.8) is evaluated, the rest (from every text) is the
@@ -10,6 +11,12 @@
 #
 #   scripts/quant-table.sh MODEL_DIR
 #   FSQ_CONFIGS="rtn:4:32 awq:4:32" FSQ_SEQ_LEN=256 FSQ_MAX_WINDOWS=64 scripts/quant-table.sh models/stories260K
+#
+# A config is method:bits:group, or for SqueezeLLM squeezellm:bits:VARIANT with VARIANT one
+# of unweighted (plain k-means, dense only), dense (Fisher-weighted, dense only) or sparse
+# (Fisher-weighted with the default 0.45 % sparse part). The Fisher diagonals come from one
+# `fsq calibrate --fisher` on the calibration folder, timed separately ("fisher s").
+#   FSQ_CONFIGS="awq:3:128 squeezellm:3:unweighted squeezellm:3:dense squeezellm:3:sparse" ...
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,6 +31,7 @@ max_windows="${FSQ_MAX_WINDOWS:-0}"
 samples="${FSQ_SAMPLES:-128}"
 calib_seq="${FSQ_CALIB_SEQ_LEN:-512}"
 fraction="${FSQ_EVAL_FRACTION:-0.8}"
+protocol="${FSQ_PROTOCOL:-gptq}"
 work="${FSQ_WORK_DIR:-$(mktemp -d)}"
 fsq="$build/tools/fsq/fsq"
 [[ -x "$fsq" ]] || { echo "quant-table: build fsq first (scripts/build.sh)" >&2; exit 1; }
@@ -43,7 +51,7 @@ PY
   eval_files+=("$work/eval/$name")
 done
 
-echo "model $model; protocol gptq, seq-len $seq_len, windows ${max_windows/#0/all}; threads $threads"
+echo "model $model; protocol $protocol, seq-len $seq_len, windows ${max_windows/#0/all}; threads $threads"
 echo "evaluated: first $fraction of each text; calibration: the rest ($samples x $calib_seq tokens, seed 42)"
 printf '%-6s %4s %5s %8s %10s %10s' method bits group "bits/w" "MiB" "quant s"
 for f in "${eval_files[@]}"; do printf ' | %-28s' "$(basename "$f"): ppl  KL  top1"; done
@@ -53,7 +61,7 @@ row() {  # name dir bits group bpw seconds
   printf '%-6s %4s %5s %8s %10.3f %10s' "$1" "$3" "$4" "$5" "$(mib "$2/model.safetensors")" "$6"
   for f in "${eval_files[@]}"; do
     local r="$work/reports/$1-$3-$4-$(basename "$f").json"
-    "$fsq" eval --model "$2" --compare "$model" --data "$f" --seq-len "$seq_len" --max-windows "$max_windows" \
+    "$fsq" eval --model "$2" --compare "$model" --data "$f" --protocol "$protocol" --seq-len "$seq_len" --max-windows "$max_windows" \
       --threads "$threads" --no-speed --progress off --json "$r" >/dev/null
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["perplexity"]; c=r["compare"]
 print(" | %9.4f %8.5f %8.4f" % (p["ppl"], c["mean_kl"], c["top1_agreement"]), end="")' "$r"
@@ -64,20 +72,37 @@ fp_row() {
   printf '%-6s %4s %5s %8s %10.3f %10s' fp 32 - 32 "$(mib "$model/model.safetensors")" -
   for f in "${eval_files[@]}"; do
     local r="$work/reports/fp-$(basename "$f").json"
-    "$fsq" eval --model "$model" --data "$f" --seq-len "$seq_len" --max-windows "$max_windows" --threads "$threads" \
+    "$fsq" eval --model "$model" --data "$f" --protocol "$protocol" --seq-len "$seq_len" --max-windows "$max_windows" --threads "$threads" \
       --no-speed --progress off --json "$r" >/dev/null
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" | %9.4f %8.5f %8.4f" % (r["perplexity"]["ppl"], 0, 1), end="")' "$r"
   done
   echo
 }
 fp_row
+fisher="$work/fisher.safetensors"
 for c in $configs; do
   IFS=: read -r method bits group <<<"$c"
   out="$work/q/$method-w$bits-g$group"
   rm -rf "$out" "$out.partial"
   calib=(); [[ $method != rtn ]] && calib=(--calib-data "$work/calib" --samples "$samples" --seq-len "$calib_seq")
+  shape=(--group-size "$group")
+  if [[ $method == squeezellm ]]; then
+    if [[ ! -f $fisher ]]; then
+      start=$(date +%s.%N)
+      "$fsq" calibrate --model "$model" --data "$work/calib" --fisher --samples "$samples" --seq-len "$calib_seq" \
+        --threads "$threads" --progress off --out "$fisher" >/dev/null
+      echo "fisher pass: $(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))") s ($samples x $calib_seq tokens)"
+    fi
+    case "$group" in
+      unweighted) shape=(--unweighted --dense-only) ;;
+      dense) shape=(--calib "$fisher" --dense-only) ;;
+      sparse) shape=(--calib "$fisher") ;;
+      *) echo "quant-table: unknown squeezellm variant '$group' (unweighted, dense or sparse)" >&2; exit 1 ;;
+    esac
+    calib=()
+  fi
   start=$(date +%s.%N)
-  "$fsq" quantize --model "$model" --method "$method" --bits "$bits" --group-size "$group" "${calib[@]}" \
+  "$fsq" quantize --model "$model" --method "$method" --bits "$bits" "${shape[@]}" "${calib[@]}" \
     --threads "$threads" --progress off --out "$out" --json "$out.json" >/dev/null
   secs=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))")
   bpw=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["plan"]["bits_per_weight"])' "$out.json")

@@ -28,12 +28,6 @@ static_assert(std::endian::native == std::endian::little, "tensors are read in h
 // Rows/cols above this are rejected before any size arithmetic (no overflow possible).
 constexpr int64_t kMaxDim = int64_t{1} << 40;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // "what: " before a message about a nested object; nothing for the file's top level.
 std::string prefix(const std::string& what) { return what.empty() ? "" : what + ": "; }
 

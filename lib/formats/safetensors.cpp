@@ -36,12 +36,6 @@ std::string one_line(std::string_view s) {
   return q.substr(1, q.size() - 2);
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 std::string span_text(uint64_t b, uint64_t e) {
   return "[" + std::to_string(b) + ", " + std::to_string(e) + ")";
 }
@@ -283,6 +277,12 @@ SafetensorsFile::SafetensorsFile(MappedFile file) : file_(std::move(file)) {
 const TensorView* SafetensorsFile::find(const std::string& name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 }  // namespace fsq

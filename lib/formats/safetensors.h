@@ -16,6 +16,9 @@
 namespace fsq {
 
 // A read-only view of one tensor's bytes inside a mapped file (little-endian, row-major).
+// "[576, 576]": a shape as error messages print it.
+std::string shape_text(const std::vector<int64_t>& shape);
+
 struct TensorView {
   std::string name;
   DType dtype = DType::F32;

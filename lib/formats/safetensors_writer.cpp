@@ -31,12 +31,6 @@ bool valid_utf8(const std::string& s) {
   }
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // shape x dtype in bytes; throws when a dimension is negative or the size overflows.
 uint64_t needed_bytes(const TensorToWrite& t, const std::string& where) {
   const std::string what = "tensor " + quote_name(t.name);

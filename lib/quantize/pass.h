@@ -54,8 +54,11 @@ class QuantPass {
 struct PassInfo {
   std::string name;
   std::string description;
-  bool needs_calibration = false;
+  bool needs_calibration = false;  // runs calibration windows through the layers
   std::function<std::unique_ptr<QuantPass>()> make;
+  // Writes LUT types (SqueezeLLM): the pipeline quantizes with quantize_layer_lut from the
+  // Fisher diagonals of a calibration file instead of uniform groups.
+  bool lookup_table = false;
 };
 
 const std::vector<PassInfo>& quant_passes();

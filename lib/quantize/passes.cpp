@@ -7,6 +7,7 @@ namespace fsq {
 namespace {
 
 // Round-to-nearest: the data-free baseline. The pipeline quantizes the weights as they are.
+// Also the (empty) pass of SqueezeLLM, whose work is in the pipeline's LUT quantization.
 class RtnPass final : public QuantPass {
  public:
   nlohmann::json run(DecoderLayer&, const LayerActivations&, const PassContext&) const override {
@@ -21,9 +22,12 @@ UniformQuant PassContext::quant_for(int64_t cols) const { return quant_for_colum
 const std::vector<PassInfo>& quant_passes() {
   static const std::vector<PassInfo> passes = {
       {"rtn", "round-to-nearest group quantization (data-free baseline)", false,
-       [] { return std::make_unique<RtnPass>(); }},
+       [] { return std::make_unique<RtnPass>(); }, false},
       {"awq", "activation-aware scale search per linear group, scale folding, clip search (Lin et al. 2023)", true,
-       [] { return std::make_unique<AwqPass>(); }},
+       [] { return std::make_unique<AwqPass>(); }, false},
+      {"squeezellm",
+       "Fisher-weighted per-row k-means lookup tables (3/4 bits) with dense-and-sparse outliers (Kim et al. 2023)",
+       false, [] { return std::make_unique<RtnPass>(); }, true},
   };
   return passes;
 }

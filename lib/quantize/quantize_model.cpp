@@ -6,7 +6,9 @@
 #include <deque>
 #include <malloc.h>
 
+#include "calib/calibrate.h"
 #include "calib/layer_stream.h"
+#include "calib/memory_plan.h"
 #include "common/error.h"
 #include "common/process.h"
 #include "common/half.h"
@@ -22,6 +24,7 @@
 #include "quantize/layer_values.h"
 #include "quantize/layer_store.h"
 #include "quantize/pass.h"
+#include "quantize/squeezellm_layer.h"
 #include "runtime/eval/speed.h"
 #include "runtime/torch_bridge.h"
 
@@ -121,24 +124,64 @@ std::vector<std::byte> encode(const std::vector<float>& v, DType dtype, const st
 // from here, so what a checkpoint says it was made with is what decided its bytes. Threads
 // count: LibTorch's reductions split by thread, which moved the recorded AWQ losses (1 vs 2
 // threads on stories260K) and can move a near-tie of the search.
-nlohmann::json byte_changing_options(const QuantizeConfig& cfg) {
-  return {{"method", cfg.method},
-          {"quant_type", uniform_quant_name(cfg.quant)},
-          {"bits", cfg.quant.bits},
-          {"group_size", cfg.quant.group_size},
-          {"symmetric", cfg.quant.symmetric},
-          {"batch_size", cfg.batch_size},
-          {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
-          {"search_tokens", cfg.search_tokens},
-          {"compute_dtype", scalar_type_name(cfg.runtime.compute_dtype)},
-          {"device", c10::DeviceTypeName(cfg.runtime.device.type(), /*lower_case=*/true)},
-          {"threads", cfg.threads}};
+nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_table) {
+  nlohmann::json options = {{"method", cfg.method},
+                            {"batch_size", cfg.batch_size},
+                            {"compute_dtype", scalar_type_name(cfg.runtime.compute_dtype)},
+                            {"device", c10::DeviceTypeName(cfg.runtime.device.type(), /*lower_case=*/true)},
+                            {"threads", cfg.threads}};
+  if (lookup_table) {
+    options.update({{"quant_type", lut_quant_name(cfg.quant.bits)},
+                    {"bits", cfg.quant.bits},
+                    {"outlier_pct", cfg.lut.outlier_pct},
+                    {"sensitive_pct", cfg.lut.sensitive_pct},
+                    {"dense_only", cfg.lut.dense_only},
+                    {"weighted", cfg.lut.weighted},
+                    {"max_iterations", cfg.lut.max_iterations},
+                    {"tolerance", cfg.lut.tolerance}});
+  } else {
+    options.update({{"quant_type", uniform_quant_name(cfg.quant)},
+                    {"bits", cfg.quant.bits},
+                    {"group_size", cfg.quant.group_size},
+                    {"symmetric", cfg.quant.symmetric},
+                    {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
+                    {"search_tokens", cfg.search_tokens}});
+  }
+  return options;
+}
+
+// SqueezeLLM needs Fisher diagonals unless it runs unweighted without the sensitive part.
+bool lut_needs_fisher(const squeezellm::LutOptions& o) {
+  return o.weighted || (!o.dense_only && o.sensitive_pct > 0);
+}
+
+// Bytes of the Fisher diagonals (F32, one per quantized weight) the pass maps.
+int64_t fisher_bytes(const Checkpoint& ckpt, const std::set<std::string>& linear_names) {
+  int64_t total = 0;
+  for (const std::string& name : linear_names) total += ckpt.get(name).numel() * 4;
+  return total;
+}
+
+// Runs `fsq calibrate --fisher` on the quantize options into `path` (inside the partial
+// folder, so an interrupted run resumes without repeating it).
+void run_fisher_pass(const QuantizeConfig& cfg, const std::filesystem::path& path) {
+  CalibrateConfig c;
+  c.model = cfg.model;
+  c.data = *cfg.calib_data;
+  c.out = path;
+  c.draw = cfg.draw;
+  c.fisher = true;
+  c.batch_size = cfg.batch_size;
+  c.runtime = cfg.runtime;
+  c.threads = cfg.threads;
+  c.tool_version = cfg.producer.is_object() ? cfg.producer.value("version", "") : "";
+  run_calibration(c);
 }
 
 }  // namespace
 
 nlohmann::json QuantizeSummary::to_json() const {
-  return {{"method", shape.method}, {"quant_type", uniform_quant_name(shape.quant)}, {"dry_run", dry_run},
+  return {{"method", shape.method}, {"quant_type", shape.quant_name()}, {"dry_run", dry_run},
           {"plan", plan.to_json()}, {"resumed_layers", resumed_layers}, {"seconds", seconds},
           {"peak_rss_bytes", peak_rss_bytes},
           {"layers", layer_reports}};
@@ -153,6 +196,18 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   const PassInfo& pass_info = find_quant_pass(cfg.method);
   if (pass_info.needs_calibration && !cfg.calib_data)
     throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)");
+  const bool lut = pass_info.lookup_table;
+  const bool use_fisher = lut && lut_needs_fisher(cfg.lut);
+  if (lut && !lut_bits_supported(cfg.quant.bits))
+    throw Error("--bits", "--method " + cfg.method + " stores 3- or 4-bit codes", "3 or 4", std::to_string(cfg.quant.bits));
+  if (cfg.calib_file && !lut)
+    throw Error("--calib", "only --method squeezellm reads a calibration file; --method " + cfg.method +
+                               " calibrates on --calib-data text");
+  if (use_fisher && !cfg.calib_file && !cfg.calib_data)
+    throw Error("--calib", "--method " + cfg.method +
+                               " needs Fisher diagonals: give --calib FILE (from fsq calibrate --fisher) or "
+                               "--calib-data TEXT to run the Fisher pass here (or --unweighted --sensitive-pct 0)");
+  const bool fisher_pass = use_fisher && !cfg.calib_file;
   std::error_code ec;
   if (!cfg.dry_run && fs::exists(cfg.out, ec) && !(fs::is_directory(cfg.out, ec) && fs::is_empty(cfg.out, ec)))
     throw Error(cfg.out.string(), "already exists; choose a new --out folder");
@@ -161,15 +216,28 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   const ModelConfig& mc = ckpt.config();
   const ArchSpec& arch = arch_spec_for(mc.architecture);
   const std::set<std::string> linear_names = linear_weight_names(arch, mc.num_layers);
-  if (pass_info.needs_calibration && cfg.draw.seq_len > mc.max_position_embeddings)
+  if ((pass_info.needs_calibration || fisher_pass) && cfg.draw.seq_len > mc.max_position_embeddings)
     throw Error("--seq-len", "exceeds the model's maximum positions",
                 "<= " + std::to_string(mc.max_position_embeddings), std::to_string(cfg.draw.seq_len));
 
   QuantizeSummary summary;
   summary.dry_run = cfg.dry_run;
   summary.shape = {cfg.method, pass_info.needs_calibration, cfg.quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
+  std::optional<CalibrationFile> fisher;
+  if (use_fisher && cfg.calib_file) fisher = open_fisher_calibration(*cfg.calib_file, ckpt);
+  if (lut) {
+    summary.shape.lut_bits = cfg.quant.bits;
+    summary.shape.sparse_fraction = cfg.lut.dense_only ? 0.0 : (cfg.lut.outlier_pct + cfg.lut.sensitive_pct) / 100.0;
+    if (use_fisher) summary.shape.fisher_file_bytes = fisher_bytes(ckpt, linear_names);
+    if (fisher_pass) {
+      CalibrationShape cs{cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size,
+                          static_cast<int64_t>(c10::elementSize(cfg.runtime.compute_dtype)), 0, true};
+      for (const TensorView* v : ckpt.tensors()) cs.checkpoint_bytes += static_cast<int64_t>(v->nbytes);
+      summary.shape.fisher_pass_bytes = predict_calibration_memory(mc, cs).total();
+    }
+  }
   summary.plan = plan_quantize(ckpt, summary.shape);
-  log(summary.plan.to_text(summary.shape) + group_fallbacks(ckpt, linear_names, cfg.quant));
+  log(summary.plan.to_text(summary.shape) + (lut ? "" : group_fallbacks(ckpt, linear_names, cfg.quant)));
   const int64_t limit = cfg.max_memory > 0 ? cfg.max_memory : physical_memory_bytes();
   if (limit > 0 && summary.plan.peak() > limit)
     throw Error("--max-memory", "the predicted peak memory exceeds the limit; use fewer --samples, a shorter --seq-len "
@@ -181,13 +249,34 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   at::Tensor ids;
   if (pass_info.needs_calibration) ids = calibration_ids(cfg, calibration);
 
-  const nlohmann::json run_options = byte_changing_options(cfg);
+  if (fisher) calibration = {{"fisher_file", fisher->path().string()}, {"provenance", fisher->provenance()}};
+  if (fisher_pass) {
+    const CalibrationText text = read_calibration_text(*cfg.calib_data);
+    calibration = {{"fisher_pass", {{"data", cfg.calib_data->string()}, {"data_sha256", text.sha256},
+                                    {"samples", cfg.draw.samples}, {"seq_len", cfg.draw.seq_len},
+                                    {"seed", cfg.draw.seed}}}};
+  }
+
+  const nlohmann::json run_options = byte_changing_options(cfg, lut);
   nlohmann::json fingerprint = run_options;
   fingerprint.update({{"source_sha256", ckpt.weights_sha256()}, {"calibration", calibration},
                       {"producer", cfg.producer}, {"format_version", kPackedFormatVersion}});
   std::string store_message;
   LayerStore store(cfg.out, fingerprint, cfg.resume, store_message);
   if (!store_message.empty()) log(store_message);
+  if (fisher_pass) {
+    const fs::path fisher_file = store.dir() / "fisher.safetensors";
+    if (!fs::exists(fisher_file, ec)) {
+      log("quantize: no --calib file given: running the Fisher pass on " + cfg.calib_data->string() +
+          " first (as fsq calibrate --fisher would; kept for resuming in " + store.dir().string() + ")");
+      run_fisher_pass(cfg, fisher_file);
+    }
+    fisher = open_fisher_calibration(fisher_file, ckpt);
+    calibration["fisher_pass"]["provenance"] = fisher->provenance();
+  }
+  squeezellm::LutOptions lut_options = cfg.lut;
+  lut_options.bits = cfg.quant.bits;
+  const CalibrationFile* fisher_source = use_fisher ? &*fisher : nullptr;
 
   auto shell = LlamaModel::load(ckpt, cfg.runtime, /*with_layers=*/false);
   // Calibration windows run at positions [0, seq_len); data-free passes run no forward.
@@ -208,8 +297,12 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   };
 
   int64_t quantized_now = 0;
+  auto count_saved_layer = [&] {
+    if (cfg.stop_after_layers >= 0 && ++quantized_now >= cfg.stop_after_layers)
+      throw Error("quantize", "stopped after " + std::to_string(quantized_now) + " layers (testing hook)");
+  };
   {
-    Progress bar("quantize: " + cfg.method + " " + uniform_quant_name(cfg.quant), mc.num_layers);
+    Progress bar("quantize: " + cfg.method + " " + summary.shape.quant_name(), mc.num_layers);
     for (int64_t i = 0; i < mc.num_layers; ++i) {
       if (store.has(i)) {
         summary.resumed_layers += 1;
@@ -222,14 +315,20 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         continue;
       }
       DecoderLayer layer = shell->load_layer(ckpt, i);
+      if (lut) {
+        store.save(i, quantize_layer_lut(layer, arch, i, fisher_source, lut_options));
+        count_saved_layer();
+        malloc_trim(0);
+        bar.update(i + 1, "layer " + std::to_string(i));
+        continue;
+      }
       LayerRun run;
       if (pass_info.needs_calibration) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
       PassContext ctx{mc, arch, rope, i, cfg.quant, cfg.batch_size, cfg.search_tokens};
       nlohmann::json report = pass->run(layer, run.acts, ctx);
       const StoredLayer stored = quantize_layer(layer, arch, cfg.quant, report);
       store.save(i, stored);
-      if (cfg.stop_after_layers >= 0 && ++quantized_now >= cfg.stop_after_layers)
-        throw Error("quantize", "stopped after " + std::to_string(quantized_now) + " layers (testing hook)");
+      count_saved_layer();
       if (pass_info.needs_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
         use_stored_values(layer, arch, stored);
         hidden = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, false).output;

@@ -13,6 +13,7 @@
 #include "calib/dataset.h"
 #include "formats/quant/uniform_quant.h"
 #include "quantize/quantize_plan.h"
+#include "quantize/squeezellm/lut_quantizer.h"
 #include "runtime/model.h"
 
 namespace fsq {
@@ -23,6 +24,10 @@ struct QuantizeConfig {
   std::string method = "awq";
   UniformQuant quant{4, 128, false};
   std::optional<std::filesystem::path> calib_data;  // required by calibrated methods
+  // SqueezeLLM (--method squeezellm): the calibration file holding Fisher diagonals (fsq
+  // calibrate --fisher); without one, run_quantize runs the Fisher pass itself on calib_data.
+  std::optional<std::filesystem::path> calib_file;
+  squeezellm::LutOptions lut;  // lut.bits is taken from quant.bits
   WindowDraw draw;
   int64_t batch_size = 8;   // windows per fp layer forward and per block forward in searches
   // Which activations calibrate layer i + 1: the fp model's (AutoAWQ's choice) or those of

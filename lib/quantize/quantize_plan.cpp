@@ -61,6 +61,7 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
     } else {
       p.dense_parameters += v->numel();
       dense_bytes += static_cast<int64_t>(v->nbytes);
+      p.not_quantized.emplace_back(v->name, static_cast<int64_t>(v->nbytes));
     }
   }
   p.bits_per_weight = p.quantized_parameters ? packed_bits / static_cast<double>(p.quantized_parameters) : 0;
@@ -68,6 +69,7 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   const int64_t h = c.hidden_size, inter = c.intermediate_size, hq = c.num_heads * c.head_dim;
   const int64_t layer_params = p.quantized_parameters / std::max<int64_t>(1, c.num_layers) + 2 * h;
 
+  p.fisher_pass = s.fisher_pass_bytes;
   p.runtime = kRuntimeBytes;
   // Mapped pages of the source (and of the Fisher diagonals), touched layer by layer.
   p.checkpoint = p.source_bytes + s.fisher_file_bytes;
@@ -92,14 +94,48 @@ std::string QuantizeShape::quant_name() const {
   return lut_bits != 0 ? lut_quant_name(lut_bits) : uniform_quant_name(quant);
 }
 
+int64_t QuantizePlan::not_quantized_bytes() const {
+  int64_t total = 0;
+  for (const auto& [name, bytes] : not_quantized) total += bytes;
+  return total;
+}
+
+nlohmann::json QuantizePlan::not_quantized_json() const {
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const auto& [name, bytes] : not_quantized) tensors.push_back({{"name", name}, {"bytes", bytes}});
+  const double share = output_bytes > 0 ? static_cast<double>(not_quantized_bytes()) / static_cast<double>(output_bytes) : 0;
+  return {{"tensors", tensors}, {"bytes", not_quantized_bytes()}, {"share_of_output", share}};
+}
+
+// The large tensors kept as in the source by name (embedding, head), the small ones counted.
+std::string QuantizePlan::not_quantized_text() const {
+  constexpr int64_t kNamedAbove = 1 << 20;
+  std::string named;
+  int64_t small = 0, small_bytes = 0;
+  for (const auto& [name, bytes] : not_quantized) {
+    if (bytes >= kNamedAbove) {
+      named += (named.empty() ? "" : ", ") + name + " " + mib(bytes);
+    } else {
+      small += 1;
+      small_bytes += bytes;
+    }
+  }
+  char share[64];
+  std::snprintf(share, sizeof share, "%.1f%%",
+                output_bytes > 0 ? 100.0 * static_cast<double>(not_quantized_bytes()) / static_cast<double>(output_bytes) : 0.0);
+  return "  not quantized (kept as in the source, " + std::string(share) + " of the output): " +
+         (named.empty() ? "" : named + ", ") + std::to_string(small) + " small tensors " + mib(small_bytes) + "\n";
+}
+
 nlohmann::json QuantizePlan::to_json() const {
   return {{"layers", layers}, {"linears", linears}, {"quantized_parameters", quantized_parameters},
           {"dense_parameters", dense_parameters}, {"bits_per_weight", bits_per_weight},
           {"output_bytes", output_bytes}, {"source_bytes", source_bytes},
-          {"predicted_peak_bytes", peak()},
+          {"predicted_peak_bytes", peak()}, {"not_quantized", not_quantized_json()},
           {"memory", {{"runtime", runtime}, {"checkpoint", checkpoint}, {"shell", shell}, {"layer", layer},
                       {"activations", activations}, {"search", search},
-                      {"calibration_runtime", calibration_runtime}, {"assembled", assembled}}}};
+                      {"calibration_runtime", calibration_runtime}, {"assembled", assembled},
+                      {"fisher_pass", fisher_pass}}}};
 }
 
 std::string QuantizePlan::to_text(const QuantizeShape& s) const {
@@ -117,6 +153,8 @@ std::string QuantizePlan::to_text(const QuantizeShape& s) const {
     out += buf;
   }
   out += "  output: ~" + mib(output_bytes) + " (source " + mib(source_bytes) + ")\n";
+  out += not_quantized_text();
+  if (fisher_pass > 0) out += "  Fisher pass first: predicted peak " + mib(fisher_pass) + "\n";
   out += "  predicted peak memory: " + mib(peak()) + " = runtime " + mib(runtime) + " + source " + mib(checkpoint) +
          " + embedding " + mib(shell) + " + the larger of the layer loop " + mib(layer_loop()) + " (layer " +
          mib(layer) + ", activations " + mib(activations) + ", search " + mib(search) + ", calibration working set " +

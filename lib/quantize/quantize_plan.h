@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +29,8 @@ struct QuantizeShape {
   int lut_bits = 0;
   double sparse_fraction = 0;
   int64_t fisher_file_bytes = 0;
+  // Predicted peak of the Fisher pass when quantize runs it first (0: it does not).
+  int64_t fisher_pass_bytes = 0;
 
   std::string quant_name() const;  // "w4g128a" or "lut4"
 };
@@ -42,8 +46,16 @@ struct QuantizePlan {
   // loop's freed heap for the assembled output, so the peak takes the larger of the two.
   int64_t runtime = 0, checkpoint = 0, shell = 0, layer = 0, activations = 0, search = 0, calibration_runtime = 0,
           assembled = 0;
+  int64_t fisher_pass = 0;  // the Fisher pass run before the layer loop (its own peak)
+  // Tensors written as they are in the source (embedding, head, norms): name -> bytes.
+  std::vector<std::pair<std::string, int64_t>> not_quantized;
   int64_t layer_loop() const { return layer + activations + search + calibration_runtime; }
-  int64_t peak() const { return runtime + checkpoint + shell + std::max(layer_loop(), assembled); }
+  int64_t peak() const {
+    return std::max(fisher_pass, runtime + checkpoint + shell + std::max(layer_loop(), assembled));
+  }
+  int64_t not_quantized_bytes() const;
+  nlohmann::json not_quantized_json() const;  // {"tensors": [{name, bytes}], "bytes", "share_of_output"}
+  std::string not_quantized_text() const;
   nlohmann::json to_json() const;
   std::string to_text(const QuantizeShape& shape) const;
 };

@@ -8,19 +8,22 @@
 #include <string>
 
 #include "formats/quant/lut_quant.h"
+#include "runtime/aligned_bytes.h"
+#include "runtime/cpu/lut_kernels.h"
 #include "runtime/linear.h"
 
 namespace fsq {
 
 struct PackedLinear;
 
-// y = x W'^T + b, W' = dequantize_lut(matrix). This first version keeps W' dequantized in
-// float32 and multiplies with at::linear: the same numbers the LUT kernels must reproduce,
-// not yet their memory or speed.
+// y = x W'^T + b, W' = dequantize_lut(matrix), with the weights kept as stored (packed
+// codes, fp16 centroids, CSR part) and run through the CPU kernels of
+// runtime/cpu/lut_kernels.h: the fused LUT GEMV for up to cpu::kMaxGemvRows rows of x,
+// blocks of dequantized rows and at::mm for more (packed_forward.h).
 class LutLinear final : public Linear {
  public:
-  // Validates `matrix`; bias (any floating dtype, [rows]) is kept as f32. `method` only
-  // labels describe().
+  // Validates `matrix` (including its CSR part, once, here); bias (any floating dtype,
+  // [rows]) is kept as f32. `method` only labels describe().
   LutLinear(const LutMatrix& matrix, std::optional<at::Tensor> bias, std::string method);
 
   at::Tensor forward(const at::Tensor& x) const override;
@@ -29,12 +32,21 @@ class LutLinear final : public Linear {
   std::string describe() const override;  // "lut4 [576 x 576] squeezellm, 1490 sparse"
   int64_t weight_bytes() const override;  // as stored: packed codes + centroids + CSR + bias
 
+  // The kernel variant forward() uses: cpu::selected_cpu_isa() unless set here (tests,
+  // benchmarks). Throws fsq::Error when this CPU lacks `isa`.
+  void set_cpu_isa(cpu::CpuIsa isa);
+  // The weights as the kernels see them (valid while this object lives).
+  cpu::LutWeightsView weights_view() const;
+
  private:
   int bits_ = 4;
-  int64_t rows_ = 0, cols_ = 0, nnz_ = 0;
-  at::Tensor weight_;  // f32 [rows, cols], dequantized
+  int64_t rows_ = 0, cols_ = 0, nnz_ = 0, words_per_row_ = 0;
+  AlignedBytes words_, lut_, row_ptr_, col_, val_;  // the last three null when dense-only
+  cpu::LutColType col_type_ = cpu::LutColType::U16;
+  int64_t packed_bytes_ = 0;
   std::optional<at::Tensor> bias_;
   std::string method_;
+  cpu::CpuIsa isa_;
 };
 
 // A LutLinear from an opened packed checkpoint's LUT linear.

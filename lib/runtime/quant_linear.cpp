@@ -9,23 +9,16 @@
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
+#include "runtime/packed_forward.h"
 #include "runtime/torch_bridge.h"
 
 namespace fsq {
 namespace {
 
-constexpr size_t kBufferAlignment = 64;  // a cache line; also what AVX-512 loads like best
-// Weight rows dequantized per GEMM on the prefill path: 256 x 1536 f32 = 1.5 MiB of scratch.
-constexpr int64_t kPrefillBlockRows = 256;
-
 void check_size(const std::string& where, const char* what, size_t expected, size_t got) {
   if (expected != got)
     throw Error(where, std::string(what) + " size does not match the quant type and shape",
                 std::to_string(expected) + " bytes", std::to_string(got));
-}
-
-void check_status(cpu::KernelStatus s, const std::string& where) {
-  if (s != cpu::KernelStatus::Ok) throw Error(where, std::string("CPU kernel failed: ") + cpu::kernel_status_message(s));
 }
 
 std::span<const std::byte> view_bytes(const TensorView& v, DType want, const std::string& where) {
@@ -36,14 +29,6 @@ std::span<const std::byte> view_bytes(const TensorView& v, DType want, const std
 }
 
 }  // namespace
-
-QuantLinear::AlignedBytes QuantLinear::copy_aligned(std::span<const std::byte> bytes) {
-  const size_t padded = (bytes.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-  AlignedBytes out(static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, std::max(padded, kBufferAlignment))));
-  if (!out) throw std::bad_alloc();
-  if (!bytes.empty()) std::memcpy(out.get(), bytes.data(), bytes.size());
-  return out;
-}
 
 QuantLinear::QuantLinear(const UniformQuant& quant, int64_t rows, int64_t cols, std::span<const std::byte> words,
                          std::span<const std::byte> scales, std::span<const std::byte> zeros,
@@ -88,40 +73,12 @@ void QuantLinear::set_cpu_isa(cpu::CpuIsa isa) {
   isa_ = isa;
 }
 
-void QuantLinear::gemv(const float* x, int64_t m, float* y) const {
-  check_status(cpu::uniform_gemv(weights_view(), x, m, cols_, y, rows_, isa_), describe());
-}
-
-void QuantLinear::blocked_matmul(const at::Tensor& x2d, at::Tensor& y) const {
-  const cpu::UniformWeightsView view = weights_view();
-  const int64_t block_rows = std::min(kPrefillBlockRows, rows_);
-  at::Tensor scratch = at::empty({block_rows, cols_}, x2d.options());
-  for (int64_t r0 = 0; r0 < rows_; r0 += block_rows) {
-    const int64_t n = std::min(block_rows, rows_ - r0);
-    check_status(cpu::uniform_dequantize_rows(view, r0, n, scratch.data_ptr<float>(), isa_), describe());
-    // y[:, r0:r0+n] has row stride rows_ and unit column stride, which BLAS writes in place.
-    at::Tensor out = y.narrow(1, r0, n);
-    at::mm_out(out, x2d, scratch.narrow(0, 0, n).t());
-  }
-}
-
 at::Tensor QuantLinear::forward(const at::Tensor& x) const {
-  if (!x.device().is_cpu())
-    throw Error(describe(), "input is on " + x.device().str() + "; only the CPU backend exists for now");
-  if (!at::isFloatingType(x.scalar_type()) || x.dim() < 1 || x.size(-1) != cols_)
-    throw Error(describe(), "input must be floating with last dimension " + std::to_string(cols_),
-                std::to_string(cols_), x.dim() < 1 ? "a scalar" : std::to_string(x.size(-1)));
-  const at::Tensor x2d = x.reshape({-1, cols_}).to(at::kFloat).contiguous();
-  const int64_t m = x2d.size(0);
-  at::Tensor y = at::empty({m, rows_}, x2d.options());
-  if (m <= cpu::kMaxGemvRows)
-    gemv(x2d.data_ptr<float>(), m, y.data_ptr<float>());
-  else
-    blocked_matmul(x2d, y);
-  if (bias_) y.add_(*bias_);
-  std::vector<int64_t> shape = x.sizes().vec();
-  shape.back() = rows_;
-  return y.view(shape).to(x.scalar_type());
+  const cpu::UniformWeightsView view = weights_view();
+  const PackedKernels kernels{
+      [&](const float* in, int64_t m, float* y) { return cpu::uniform_gemv(view, in, m, cols_, y, rows_, isa_); },
+      [&](int64_t row0, int64_t n, float* out) { return cpu::uniform_dequantize_rows(view, row0, n, out, isa_); }};
+  return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 
 std::string QuantLinear::describe() const {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "formats/quant/uniform_quant.h"
+#include "runtime/aligned_bytes.h"
 #include "runtime/cpu/uniform_kernels.h"
 #include "runtime/linear.h"
 
@@ -48,15 +49,6 @@ class QuantLinear final : public Linear {
   cpu::UniformWeightsView weights_view() const;
 
  private:
-  struct FreeDeleter {
-    void operator()(void* p) const { std::free(p); }
-  };
-  using AlignedBytes = std::unique_ptr<std::byte[], FreeDeleter>;
-  static AlignedBytes copy_aligned(std::span<const std::byte> bytes);
-
-  void gemv(const float* x, int64_t m, float* y) const;
-  void blocked_matmul(const at::Tensor& x2d, at::Tensor& y) const;
-
   UniformQuant quant_;
   int64_t rows_ = 0, cols_ = 0, words_per_row_ = 0;
   AlignedBytes words_, scales_, zeros_;  // zeros_ null when symmetric

@@ -53,7 +53,8 @@ struct Source {
     ckpt.linears.push_back({kLayer + name,
                             test::quantized(rows, cols, find_uniform_quant(type), seed),
                             "rtn",
-                            {{"seed", seed}}});
+                            {{"seed", seed}},
+                            std::nullopt});
   }
 };
 
@@ -165,7 +166,9 @@ TEST_F(PackedCheckpointTest, LutLinearsRoundTripWithTheirSparseParts) {
     EXPECT_EQ(l->quant_type, in.bits == 4 ? "lut4" : "lut3");
     EXPECT_EQ(l->scales, nullptr);
     EXPECT_EQ(l->sparse_row_ptr != nullptr, in.has_sparse());
-    if (in.has_sparse()) EXPECT_EQ(l->sparse_col->dtype, in.cols <= 65536 ? DType::U16 : DType::I32);
+    if (in.has_sparse()) {
+      EXPECT_EQ(l->sparse_col->dtype, in.cols <= 65536 ? DType::U16 : DType::I32);
+    }
     const LutMatrix back = unpack_lut_linear(*l);
     EXPECT_EQ(back.codes, in.codes);
     EXPECT_EQ(back.lut, in.lut);

@@ -141,9 +141,9 @@ TEST(QuantLinear, FromPackedCheckpoint) {
   ckpt.dense = {{"model.embed_tokens.weight", DType::F32, {vocab, hidden}, test::as_bytes(embed)},
                 {"model.layers.0.self_attn.q_proj.bias", DType::F32, {hidden}, test::as_bytes(q_bias)}};
   ckpt.linears.push_back({"model.layers.0.self_attn.q_proj",
-                          test::quantized(hidden, hidden, find_uniform_quant("w4g32a"), 3), "rtn", {}});
+                          test::quantized(hidden, hidden, find_uniform_quant("w4g32a"), 3), "rtn", {}, std::nullopt});
   ckpt.linears.push_back({"model.layers.0.mlp.down_proj",
-                          test::quantized(hidden, 100, find_uniform_quant("w3pcs"), 4), "awq", {}});
+                          test::quantized(hidden, 100, find_uniform_quant("w3pcs"), 4), "awq", {}, std::nullopt});
   ckpt.source_sha256 = std::string(64, 'a');
   write_packed_checkpoint(ckpt, tmp / "packed");
   const PackedCheckpoint opened = PackedCheckpoint::open(tmp / "packed");

@@ -89,6 +89,16 @@ std::string text_report(const json& j) {
   for (const auto& [dt, v] : j["dtypes"].items())
     out += "  " + dt + ": " + std::to_string(v["tensors"].get<int64_t>()) + " tensors, " +
            std::to_string(v["parameters"].get<int64_t>()) + " parameters\n";
+  for (const auto& q : j.value("quantized", json::array())) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "quantized   %lld linears %s (%s): %lld weights, %.3f bits/weight as stored",
+                  q["linears"].get<long long>(), q["quant_type"].get<std::string>().c_str(),
+                  q["method"].get<std::string>().c_str(), q["weights"].get<long long>(),
+                  q["bits_per_weight"].get<double>());
+    out += buf;
+    if (q["sparse_values"].get<int64_t>() > 0) out += ", " + std::to_string(q["sparse_values"].get<int64_t>()) + " sparse";
+    out += "\n";
+  }
   for (const auto& t : j.value("ignored_tensors", json::array()))
     out += "ignored     " + t["name"].get<std::string>() + " (" + t["why"].get<std::string>() + ")\n";
   for (const auto& name : j.value("unused_tensors", json::array()))
@@ -105,9 +115,37 @@ std::string text_report(const json& j) {
 
 // Tensors the runtime would not read: harmless extras it skips, and the rest, which make
 // eval/quantize refuse the checkpoint. Inspect lists both instead of failing.
+// A packed checkpoint's quantized linears by type and method: count, weights, stored bytes
+// (so bits per weight as stored) and the sparse values of LUT types.
+json quantized_summary(const PackedCheckpoint& packed) {
+  std::map<std::string, json> by_type;
+  for (const PackedLinear& l : packed.linears()) {
+    json& t = by_type[l.quant_type + " " + l.method];
+    if (t.is_null()) t = {{"quant_type", l.quant_type}, {"method", l.method}, {"linears", 0}, {"weights", 0},
+                          {"bytes", 0}, {"sparse_values", 0}};
+    int64_t bytes = 0;
+    for (const TensorView* v : {l.qweight, l.scales, l.qzeros, l.lut, l.sparse_row_ptr, l.sparse_col, l.sparse_val})
+      if (v) bytes += static_cast<int64_t>(v->nbytes);
+    t["linears"] = t["linears"].get<int64_t>() + 1;
+    t["weights"] = t["weights"].get<int64_t>() + l.rows * l.cols;
+    t["bytes"] = t["bytes"].get<int64_t>() + bytes;
+    if (l.sparse_val) t["sparse_values"] = t["sparse_values"].get<int64_t>() + l.sparse_val->numel();
+  }
+  json out = json::array();
+  for (auto& [key, t] : by_type) {
+    t["bits_per_weight"] = 8.0 * t["bytes"].get<double>() / t["weights"].get<double>();
+    out.push_back(t);
+  }
+  return out;
+}
+
 void add_inventory(json& j, const Checkpoint& ckpt, const std::filesystem::path& path) {
   std::set<std::string> packed_names;
-  if (is_packed_folder(path)) packed_names = PackedCheckpoint::open(path, {.verify_sha256 = false}).linear_tensor_names();
+  if (is_packed_folder(path)) {
+    const PackedCheckpoint packed = PackedCheckpoint::open(path, {.verify_sha256 = false});
+    packed_names = packed.linear_tensor_names();
+    j["quantized"] = quantized_summary(packed);
+  }
   const TensorInventory inv = take_tensor_inventory(ckpt, packed_names);
   json ignored = json::array();
   for (const IgnoredTensor& t : inv.ignored) ignored.push_back({{"name", t.name}, {"why", t.why}});

@@ -14,24 +14,30 @@ namespace fsq::cli {
 namespace {
 
 struct QuantizeFlags {
-  std::string model, out, method = "awq", calib_data, max_memory, json, progress = "auto", layer_inputs = "quantized";
+  std::string model, out, method = "awq", calib_data, calib_file, max_memory, json, progress = "auto",
+      layer_inputs = "quantized";
   int bits = 4;
   int64_t group_size = 128;
   bool symmetric = false, dry_run = false, no_resume = false, force = false;
   WindowDraw draw;
   int64_t batch_size = 8, search_tokens = 8192;
+  squeezellm::LutOptions lut;
+  bool unweighted = false;
   RuntimeFlags rt;
 };
 
 int run_quantize_command(const QuantizeFlags& f) {
-  if (!f.dry_run) check_output_folder(f.out, "--out", {f.model, f.calib_data});
-  check_output_file(f.json, "--json", {f.model, f.calib_data, f.out}, f.force);
+  if (!f.dry_run) check_output_folder(f.out, "--out", {f.model, f.calib_data, f.calib_file});
+  check_output_file(f.json, "--json", {f.model, f.calib_data, f.calib_file, f.out}, f.force);
   QuantizeConfig cfg;
   cfg.model = f.model;
   cfg.out = f.out;
   cfg.method = f.method;
   cfg.quant = UniformQuant{f.bits, f.group_size, f.symmetric};
   if (!f.calib_data.empty()) cfg.calib_data = f.calib_data;
+  if (!f.calib_file.empty()) cfg.calib_file = f.calib_file;
+  cfg.lut = f.lut;
+  cfg.lut.weighted = !f.unweighted;
   cfg.draw = f.draw;
   cfg.batch_size = f.batch_size;
   cfg.quantized_inputs = f.layer_inputs == "quantized";
@@ -86,6 +92,20 @@ Command add_quantize_command(CLI::App& root) {
   app->add_flag("--sym", f->symmetric, "symmetric quantization (no zero points)");
   app->add_option("--calib-data", f->calib_data, "calibration text for awq: .txt, folder of .txt, or .jsonl with \"text\"")
       ->check(CLI::ExistingPath);
+  app->add_option("--calib", f->calib_file,
+                  "squeezellm: calibration file with Fisher diagonals from fsq calibrate --fisher (without it, "
+                  "quantize runs the Fisher pass on --calib-data first)")
+      ->check(CLI::ExistingFile);
+  app->add_option("--outlier-pct", f->lut.outlier_pct,
+                  "squeezellm: percent of each row's values, the most extreme, kept exact in the sparse part")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 50.0));
+  app->add_option("--sensitive-pct", f->lut.sensitive_pct,
+                  "squeezellm: percent of the matrix's weights with the largest Fisher values kept exact")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 50.0));
+  app->add_flag("--dense-only", f->lut.dense_only, "squeezellm: no sparse part (lookup tables only)");
+  app->add_flag("--unweighted", f->unweighted, "squeezellm: plain k-means, every weight counts the same (ablation)");
   app->add_option("--samples", f->draw.samples, "calibration windows")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--seq-len", f->draw.seq_len, "tokens per calibration window")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
   app->add_option("--seed", f->draw.seed, "seed of the calibration window positions")->capture_default_str();
@@ -111,6 +131,8 @@ Command add_quantize_command(CLI::App& root) {
       "fsq quantize --model models/stories260K --method rtn --bits 4 --group-size 32 --out q/rtn-w4g32",
       "fsq quantize --model DIR --method awq --bits 4 --group-size 128 --calib-data calib.jsonl --samples 128 --seq-len 512 --out q/awq-w4",
       "fsq quantize --model DIR --method awq --calib-data calib.txt --out q/awq --dry-run",
+      "fsq calibrate --model DIR --data calib.txt --fisher --out calib.safetensors && "
+      "fsq quantize --model DIR --method squeezellm --bits 3 --calib calib.safetensors --out q/sq-w3",
       "fsq eval --model q/awq-w4 --compare DIR --data wiki.test.raw"}));
   return Command{app, [f] { return run_quantize_command(*f); }};
 }

@@ -1,0 +1,59 @@
+#include "quantize/squeezellm_layer.h"
+
+#include <ATen/ATen.h>
+
+#include "common/error.h"
+#include "formats/architectures.h"
+#include "formats/checkpoint.h"
+#include "quantize/layer_values.h"
+#include "runtime/model.h"
+
+namespace fsq {
+
+CalibrationFile open_fisher_calibration(const std::filesystem::path& path, const Checkpoint& ckpt) {
+  CalibrationFile calib = CalibrationFile::open(path);
+  if (!calib.has_fisher())
+    throw Error(path.string(), "holds no Fisher diagonals; make it with fsq calibrate --fisher");
+  const auto& prov = calib.provenance();
+  const std::string recorded = prov.contains("model_sha256") && prov["model_sha256"].is_string()
+                                   ? prov["model_sha256"].get<std::string>()
+                                   : std::string("(none)");
+  if (recorded != ckpt.weights_sha256())
+    throw Error(path.string(), "was calibrated on other weights (model_sha256 " + recorded.substr(0, 12) +
+                                   "..., this model's is " + ckpt.weights_sha256().substr(0, 12) +
+                                   "...); run fsq calibrate --fisher on this model");
+  return calib;
+}
+
+StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, int64_t index,
+                               const CalibrationFile* calib, const squeezellm::LutOptions& options) {
+  StoredLayer stored;
+  stored.report = nlohmann::json::object();
+  for (const auto& spec : arch.linears) {
+    const DenseLinear& d = dense_linear(layer, spec.role, "squeezellm");
+    const std::string name = layer_name(spec.pattern, index);
+    const int64_t rows = d.out_features(), cols = d.in_features();
+    const std::vector<float> w = to_floats(d.weight());
+    const float* fisher = nullptr;
+    if (calib) {
+      const TensorView* f = calib->fisher(name);
+      if (!f) throw Error(calib->path().string(), "has no Fisher diagonal for " + name);
+      if (f->shape != std::vector<int64_t>{rows, cols})
+        throw Error(calib->path().string(), name + kFisher + " has the wrong shape",
+                    "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]", shape_text(f->shape));
+      fisher = float_span(*f).data();
+    }
+    squeezellm::LutStats stats;
+    stored.lut_linears.emplace(spec.role, squeezellm::quantize_lut(w.data(), fisher, rows, cols, options, &stats, name));
+    stored.report[spec.role] = {{"sparse", stats.nnz},
+                                {"weighted_error", stats.weighted_error},
+                                {"squared_error", stats.squared_error},
+                                {"rows_at_iteration_cap", stats.rows_hit_iteration_cap}};
+    if (d.bias()) stored.vectors[spec.role + ".bias"] = to_floats(*d.bias());
+  }
+  stored.vectors["input_norm"] = to_floats(layer.input_norm);
+  stored.vectors["post_attn_norm"] = to_floats(layer.post_attn_norm);
+  return stored;
+}
+
+}  // namespace fsq

@@ -1,0 +1,30 @@
+// SqueezeLLM in the quantize pipeline: the calibration file's Fisher diagonals and the LUT
+// quantizer (squeezellm/lut_quantizer.h) applied to every linear of one decoder layer.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+#include "calib/calib_file.h"
+#include "quantize/layer_store.h"
+#include "quantize/squeezellm/lut_quantizer.h"
+
+namespace fsq {
+
+class Checkpoint;
+struct ArchSpec;
+struct DecoderLayer;
+
+// Opens `path` as the Fisher source for `ckpt`: a calibration file made with --fisher from
+// these very weights (its provenance's model_sha256). Throws fsq::Error naming the file and
+// what to do otherwise.
+CalibrationFile open_fisher_calibration(const std::filesystem::path& path, const Checkpoint& ckpt);
+
+// Quantizes every linear of `layer` (layer number `index`) with `options`; `calib` holds
+// the Fisher diagonals (nullptr: the unweighted ablation without Fisher). Norms and biases
+// are kept as they are. The report lists, per linear, the sparse values kept and the
+// Fisher-weighted and plain squared errors.
+StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, int64_t index,
+                               const CalibrationFile* calib, const squeezellm::LutOptions& options);
+
+}  // namespace fsq
