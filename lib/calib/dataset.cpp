@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -121,6 +122,19 @@ CalibrationSet make_calibration_set(const Tokenizer& tokenizer, const Calibratio
     throw Error(where, "too little text for one calibration window",
                 ">= " + std::to_string(span) + " tokens (--seq-len " + std::to_string(draw.seq_len) + ")",
                 std::to_string(set.stream_tokens) + " tokens");
+
+  // samples x span > stream_tokens, without the product (it may overflow for a library caller).
+  if (draw.samples > set.stream_tokens / span) {
+    const std::string needed = draw.samples > INT64_MAX / span ? "more than 2^63"
+                                                               : std::to_string(draw.samples * span);
+    const std::string counts = "the text has " + std::to_string(set.stream_tokens) + " tokens but " +
+                               std::to_string(draw.samples) + " windows of " + std::to_string(span) +
+                               " text tokens need " + needed;
+    if (!draw.allow_overlap)
+      throw Error(where, "too little text for the calibration windows without overlap: " + counts +
+                             "; use a shorter --seq-len, fewer --samples, more text, or --allow-overlap");
+    set.overlap_note = where + ": " + counts + "; windows overlap (--allow-overlap)";
+  }
 
   set.starts = draw_window_starts(draw.samples, set.stream_tokens - span, draw.seed);
   set.windows.reserve(set.starts.size());
