@@ -4,30 +4,18 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <random>
 #include <sstream>
 
 #include "common/error.h"
 #include "common/sha256.h"
-#include "common/utf8.h"
+#include "common/text_file.h"
 #include "formats/tokenizer.h"
 
 namespace fsq {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string(), "cannot open calibration data");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw Error(path.string(), "read error");
-  std::string text = s.str();
-  check_text(text, path.string());
-  return text;
-}
 
 bool has_extension(const fs::path& p, const char* ext) { return p.extension() == ext; }
 
@@ -66,7 +54,7 @@ CalibrationText read_calibration_text(const fs::path& source) {
     std::sort(files.begin(), files.end());
     std::string listing;
     for (const auto& f : files) {
-      std::string text = read_file(f);
+      std::string text = read_text_file(f, EmptyText::Allow);
       out.bytes += static_cast<int64_t>(text.size());
       listing += f.filename().string() + " " + sha256_hex(text) + "\n";
       if (!text.empty()) out.documents.push_back(std::move(text));
@@ -74,7 +62,7 @@ CalibrationText read_calibration_text(const fs::path& source) {
     out.sha256 = sha256_hex(listing);
   } else {
     if (!fs::exists(source, ec)) throw Error(source.string(), "calibration data not found");
-    std::string content = read_file(source);
+    std::string content = read_text_file(source, EmptyText::Allow);
     out.bytes = static_cast<int64_t>(content.size());
     out.sha256 = sha256_hex(content);
     if (has_extension(source, ".jsonl")) {
