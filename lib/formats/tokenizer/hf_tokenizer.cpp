@@ -93,6 +93,7 @@ class HfTokenizer final : public TokenizerImpl {
         throw Error(where_, "post_processor's BOS id " + std::to_string(bos_id_) + " is not a token of the vocab");
     }
     add_bos_ = bos_id_ >= 0;
+    ids_ = TokenIds(where_, 0);  // the checks are done: drop its copy of every token text
   }
 
   std::vector<int32_t> encode(std::string_view text) const override {
@@ -189,7 +190,8 @@ class HfTokenizer final : public TokenizerImpl {
     bool added = false;
   };
   std::string where_;
-  TokenIds ids_;  // every id of the file, checked and claimed before any table is sized by it
+  TokenIds ids_;  // every id of the file, checked and claimed before any table is sized by it;
+                  // emptied once the constructor is done
   BpeModel model_;
   AddedTokens added_;
   Normalizer normalizer_;
