@@ -84,6 +84,7 @@ CalibrateSummary run_calibration(const CalibrateConfig& config) {
   auto tokenizer = load_tokenizer(config.model);
   CalibrationText text = read_calibration_text(config.data);
   CalibrationSet set = make_calibration_set(*tokenizer, text, config.draw);
+  if (!set.overlap_note.empty()) std::fprintf(stderr, "fsq: note: %s\n", set.overlap_note.c_str());
   auto model = LlamaModel::load(ckpt, config.runtime, /*with_layers=*/false);
   const at::Tensor ids = window_ids(set);
 

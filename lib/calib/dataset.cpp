@@ -3,30 +3,19 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
+#include <cstdint>
 #include <random>
 #include <sstream>
 
 #include "common/error.h"
 #include "common/sha256.h"
-#include "common/utf8.h"
+#include "common/text_file.h"
 #include "formats/tokenizer.h"
 
 namespace fsq {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string(), "cannot open calibration data");
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) throw Error(path.string(), "read error");
-  std::string text = s.str();
-  check_text(text, path.string());
-  return text;
-}
 
 bool has_extension(const fs::path& p, const char* ext) { return p.extension() == ext; }
 
@@ -65,7 +54,7 @@ CalibrationText read_calibration_text(const fs::path& source) {
     std::sort(files.begin(), files.end());
     std::string listing;
     for (const auto& f : files) {
-      std::string text = read_file(f);
+      std::string text = read_text_file(f, EmptyText::Allow);
       out.bytes += static_cast<int64_t>(text.size());
       listing += f.filename().string() + " " + sha256_hex(text) + "\n";
       if (!text.empty()) out.documents.push_back(std::move(text));
@@ -73,7 +62,7 @@ CalibrationText read_calibration_text(const fs::path& source) {
     out.sha256 = sha256_hex(listing);
   } else {
     if (!fs::exists(source, ec)) throw Error(source.string(), "calibration data not found");
-    std::string content = read_file(source);
+    std::string content = read_text_file(source, EmptyText::Allow);
     out.bytes = static_cast<int64_t>(content.size());
     out.sha256 = sha256_hex(content);
     if (has_extension(source, ".jsonl")) {
@@ -121,6 +110,19 @@ CalibrationSet make_calibration_set(const Tokenizer& tokenizer, const Calibratio
     throw Error(where, "too little text for one calibration window",
                 ">= " + std::to_string(span) + " tokens (--seq-len " + std::to_string(draw.seq_len) + ")",
                 std::to_string(set.stream_tokens) + " tokens");
+
+  // samples x span > stream_tokens, without the product (it may overflow for a library caller).
+  if (draw.samples > set.stream_tokens / span) {
+    const std::string needed = draw.samples > INT64_MAX / span ? "more than 2^63"
+                                                               : std::to_string(draw.samples * span);
+    const std::string counts = "the text has " + std::to_string(set.stream_tokens) + " tokens but " +
+                               std::to_string(draw.samples) + " windows of " + std::to_string(span) +
+                               " text tokens need " + needed;
+    if (!draw.allow_overlap)
+      throw Error(where, "too little text for the calibration windows without overlap: " + counts +
+                             "; use a shorter --seq-len, fewer --samples, more text, or --allow-overlap");
+    set.overlap_note = where + ": " + counts + "; windows overlap (--allow-overlap)";
+  }
 
   set.starts = draw_window_starts(draw.samples, set.stream_tokens - span, draw.seed);
   set.windows.reserve(set.starts.size());

@@ -32,6 +32,9 @@ struct WindowDraw {
   int64_t samples = kDefaultCalibSamples;
   int64_t seq_len = kDefaultCalibSeqLen;
   uint64_t seed = kDefaultCalibSeed;
+  // Accept a text with fewer tokens than the windows need (--allow-overlap): see
+  // make_calibration_set. Changes no byte of the result, only whether it is refused.
+  bool allow_overlap = false;
 };
 
 struct CalibrationSet {
@@ -41,12 +44,20 @@ struct CalibrationSet {
   int64_t stream_tokens = 0;                // tokens of the documents, concatenated
   std::vector<int64_t> starts;              // stream offset of each window's first text token
   std::vector<std::vector<int32_t>> windows;  // seq_len ids each
+  // With allow_overlap and a text too short for the windows: one line saying so (the
+  // callers print it on stderr); empty otherwise.
+  std::string overlap_note;
 };
 
 // Tokenizes every document without special tokens, concatenates them and draws the windows.
 // With the tokenizer's add-BOS flag each window is BOS + seq_len-1 stream tokens, else
-// seq_len stream tokens. Windows may overlap. Throws fsq::Error naming `text.source` when the
-// stream is shorter than one window.
+// seq_len stream tokens. Throws fsq::Error naming `text.source` when the stream is shorter
+// than one window, and, unless draw.allow_overlap, when it is shorter than the windows
+// together (samples x stream tokens per window): such windows must repeat text, so the
+// "N samples" would not be N samples' worth of data. The message gives both counts and the
+// ways out (a shorter --seq-len, fewer --samples, more text, or --allow-overlap). The
+// positions themselves are drawn at random either way, so windows over a long enough text
+// may still overlap by chance.
 CalibrationSet make_calibration_set(const Tokenizer& tokenizer, const CalibrationText& text, const WindowDraw& draw);
 
 // The window starts alone (the RNG part): `count` offsets uniform in [0, max_start], from a

@@ -45,7 +45,11 @@ class Tokenizer {
 // tokenizer.json when present, else
 // tokenizer.model; BOS/EOS and add_bos from tokenizer_config.json (add_bos_token) and
 // config.json, with the tokenizer's own defaults otherwise. Throws fsq::Error naming the
-// directory when neither file exists, or the file and problem when it is malformed.
+// directory when neither file exists, or the file and problem when it is malformed: among
+// others a config.json bos_token_id/eos_token_id that is not a token of the tokenizer, and
+// for tokenizer.json the id rules of formats/tokenizer/token_id.h (every vocab and
+// added_tokens id an integer in [0, 2 x tokens defined + 65536), one token per id) and a
+// BPE model without its merges list.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir);
 
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& tokenizer_model);

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <malloc.h>
 
@@ -55,6 +56,7 @@ at::Tensor calibration_ids(const QuantizeConfig& cfg, nlohmann::json& provenance
   auto tokenizer = load_tokenizer(cfg.model);
   CalibrationText text = read_calibration_text(*cfg.calib_data);
   CalibrationSet set = make_calibration_set(*tokenizer, text, cfg.draw);
+  if (!set.overlap_note.empty()) std::fprintf(stderr, "fsq: note: %s\n", set.overlap_note.c_str());
   provenance = {{"data", cfg.calib_data->string()}, {"data_sha256", text.sha256}, {"samples", cfg.draw.samples},
                 {"seq_len", cfg.draw.seq_len}, {"seed", cfg.draw.seed}, {"bos", set.bos},
                 {"tokenizer_sha256", tokenizer->sha256()}, {"window_starts", set.starts}};

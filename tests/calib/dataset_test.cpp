@@ -115,7 +115,7 @@ TEST_F(CalibSetTest, WindowsAreSlicesOfTheStreamAtTheRecordedStarts) {
     auto ids = tok_->encode(d);
     stream.insert(stream.end(), ids.begin(), ids.end());
   }
-  WindowDraw draw{6, 8, 5};
+  WindowDraw draw{6, 8, 5, /*allow_overlap=*/true};  // 6 x 7 tokens from a ~25-token text
   CalibrationSet set = make_calibration_set(*tok_, text_, draw);
   ASSERT_TRUE(tok_->add_bos());  // Llama-2 style SentencePiece: windows start with BOS
   EXPECT_TRUE(set.bos);
@@ -136,6 +136,46 @@ TEST_F(CalibSetTest, TooFewTokensForOneWindowIsAnError) {
   std::string msg = error_of([&] { make_calibration_set(*tok_, text_, draw); });
   EXPECT_NE(msg.find("memory"), std::string::npos) << msg;
   EXPECT_NE(msg.find("too little text"), std::string::npos) << msg;
+}
+
+// Fewer tokens than samples x window tokens: the windows would have to repeat text, so the
+// draw is refused with both counts and the ways out, unless allow_overlap (then a note).
+TEST_F(CalibSetTest, TextShorterThanTheWindowsIsRefusedWithTheCounts) {
+  const int64_t n = make_calibration_set(*tok_, text_, WindowDraw{1, 2, 1}).stream_tokens;
+  ASSERT_GT(n, 8);
+  WindowDraw draw{n, 8, 1};  // n windows of 7 text tokens (BOS first): 7n > n
+  const std::string msg = error_of([&] { make_calibration_set(*tok_, text_, draw); });
+  EXPECT_EQ(msg.rfind("memory: too little text for the calibration windows without overlap", 0), 0u) << msg;
+  const std::string counts = "the text has " + std::to_string(n) + " tokens but " + std::to_string(n) +
+                             " windows of 7 text tokens need " + std::to_string(7 * n);
+  EXPECT_NE(msg.find(counts), std::string::npos) << msg;
+  for (const char* way : {"shorter --seq-len", "fewer --samples", "more text", "--allow-overlap"})
+    EXPECT_NE(msg.find(way), std::string::npos) << msg << " lacks " << way;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+TEST_F(CalibSetTest, ExactlyEnoughTextIsAcceptedOneTokenMoreIsNot) {
+  const int64_t n = make_calibration_set(*tok_, text_, WindowDraw{1, 2, 1}).stream_tokens;
+  // --seq-len 2 with BOS: one text token per window, so n windows need exactly n tokens.
+  const CalibrationSet exact = make_calibration_set(*tok_, text_, WindowDraw{n, 2, 1});
+  EXPECT_EQ(exact.windows.size(), static_cast<size_t>(n));
+  EXPECT_TRUE(exact.overlap_note.empty());
+  const std::string msg = error_of([&] { make_calibration_set(*tok_, text_, WindowDraw{n + 1, 2, 1}); });
+  EXPECT_NE(msg.find("need " + std::to_string(n + 1)), std::string::npos) << msg;
+}
+
+TEST_F(CalibSetTest, AllowOverlapDrawsTheSameWindowsAndSaysSo) {
+  const int64_t n = make_calibration_set(*tok_, text_, WindowDraw{1, 2, 1}).stream_tokens;
+  const CalibrationSet set = make_calibration_set(*tok_, text_, WindowDraw{n, 8, 9, /*allow_overlap=*/true});
+  ASSERT_EQ(set.windows.size(), static_cast<size_t>(n));
+  EXPECT_EQ(set.starts, draw_window_starts(n, n - 7, 9));  // the draw itself is unchanged
+  EXPECT_EQ(set.overlap_note.rfind("memory: the text has " + std::to_string(n) + " tokens", 0), 0u) << set.overlap_note;
+  EXPECT_NE(set.overlap_note.find("windows overlap (--allow-overlap)"), std::string::npos) << set.overlap_note;
+  EXPECT_EQ(set.overlap_note.find('\n'), std::string::npos);
+  // Enough text: allow_overlap changes nothing and notes nothing.
+  const CalibrationSet plenty = make_calibration_set(*tok_, text_, WindowDraw{1, 8, 9, /*allow_overlap=*/true});
+  EXPECT_TRUE(plenty.overlap_note.empty());
+  EXPECT_EQ(plenty.windows, make_calibration_set(*tok_, text_, WindowDraw{1, 8, 9}).windows);
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ struct Fixture {
     c.quant = UniformQuant{4, 32, false};
     if (method == "awq") {
       c.calib_data = dir / "calib.txt";
-      c.draw = WindowDraw{6, 16, 3};
+      c.draw = WindowDraw{6, 16, 3, /*allow_overlap=*/true};  // a short text, on purpose
       c.batch_size = 4;
     }
     return c;

@@ -66,6 +66,7 @@ Command add_calibrate_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
   app->add_option("--seed", f->draw.seed, "seed of the window positions")->capture_default_str();
+  add_allow_overlap_flag(app, f->draw.allow_overlap);
   app->add_flag("--fisher", f->fisher, "also compute Fisher-information diagonals (per-sample squared gradients)");
   app->add_option("--batch-size", f->batch_size, "windows per forward call of the statistics pass")
       ->capture_default_str()

@@ -109,6 +109,7 @@ Command add_quantize_command(CLI::App& root) {
   app->add_option("--samples", f->draw.samples, "calibration windows")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--seq-len", f->draw.seq_len, "tokens per calibration window")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
   app->add_option("--seed", f->draw.seed, "seed of the calibration window positions")->capture_default_str();
+  add_allow_overlap_flag(app, f->draw.allow_overlap);
   app->add_option("--batch-size", f->batch_size, "windows per forward call")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{4096}));
   app->add_option("--layer-inputs", f->layer_inputs,
                   "activations that calibrate each layer: those of the already quantized layers before it, or "

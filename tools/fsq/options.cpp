@@ -88,6 +88,12 @@ void add_force_flag(CLI::App* app, bool& force) {
   app->add_flag("--force", force, "replace output files that already exist (never an input)");
 }
 
+void add_allow_overlap_flag(CLI::App* app, bool& allow) {
+  app->add_flag("--allow-overlap", allow,
+                "accept calibration text with fewer tokens than --samples x --seq-len (the windows then "
+                "overlap; a note says so); without it such text is refused");
+}
+
 void check_output_file(const std::string& out, const std::string& option, const std::vector<std::filesystem::path>& inputs,
                        bool force) {
   if (out.empty() || out == "-") return;

@@ -54,6 +54,9 @@ ProgressMode apply_progress(const std::string& mode);
 
 // --force: replace existing output files (atomically); inputs are never replaced.
 void add_force_flag(CLI::App* app, bool& force);
+// --allow-overlap (calibrate, quantize): accept calibration text shorter than the windows
+// together (see fsq::make_calibration_set); a note on stderr says the windows overlap.
+void add_allow_overlap_flag(CLI::App* app, bool& allow);
 // Before any work: an output file must not be an input, lie inside an input folder, exist
 // without --force, or sit in a missing folder (fsq::check_output_path). Empty `out`: no output.
 void check_output_file(const std::string& out, const std::string& option, const std::vector<std::filesystem::path>& inputs,

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "formats/tokenizer/token_id.h"
 #include "formats/tokenizer/utf8.h"
 
 namespace fsq::tok {
@@ -41,29 +42,31 @@ size_t strip_right(std::string_view s, size_t stop) {
 }  // namespace
 
 AddedTokens::AddedTokens(const nlohmann::json& config, const std::string& where,
-                         const std::function<int32_t(std::string_view)>& vocab_id) {
+                         const std::function<int32_t(std::string_view)>& vocab_id, TokenIds& ids) {
   by_first_byte_[0].resize(256);
   by_first_byte_[1].resize(256);
   if (config.is_null()) return;
   if (!config.is_array()) throw Error(where, "added_tokens is not a list");
-  for (const auto& t : config) {
+  for (size_t k = 0; k < config.size(); ++k) {
+    const nlohmann::json& t = config[k];
+    const std::string what = "added_tokens[" + std::to_string(k) + "]";
     if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() ||
         !t.contains("content") || !t["content"].is_string())
       throw Error(where, "added token without an integer id and a content string: " +
                              t.dump().substr(0, 80));
     AddedToken a;
     a.content = t["content"].get<std::string>();
-    a.id = t["id"].get<int32_t>();
+    a.id = ids.parse(t["id"], what + ".id");
     a.special = t.value("special", false);
     a.lstrip = t.value("lstrip", false);
     a.rstrip = t.value("rstrip", false);
     a.single_word = t.value("single_word", false);
     a.normalized = t.value("normalized", !a.special);
-    if (a.content.empty() || a.id < 0)
-      throw Error(where, "added token with empty content or negative id");
+    if (a.content.empty()) throw Error(where, what + " has empty content");
     if (const int32_t model_id = vocab_id(a.content); model_id >= 0) a.id = model_id;
     if (find_invalid_utf8(a.content) != std::string_view::npos)
       throw Error(where, "added token " + std::to_string(a.id) + " is not valid UTF-8");
+    ids.claim(a.id, a.content, what);
     tokens_.push_back(std::move(a));
   }
   for (size_t i = 0; i < tokens_.size(); ++i) {

@@ -12,6 +12,8 @@
 
 namespace fsq::tok {
 
+class TokenIds;
+
 struct AddedToken {
   std::string content;
   int32_t id = -1;
@@ -27,9 +29,11 @@ struct Segment {
 class AddedTokens {
  public:
   // `vocab_id` gives the model's id for a token text (-1 when absent): like tokenizers, an
-  // added token whose text the model already has takes the model's id.
+  // added token whose text the model already has takes the model's id. Every id the file
+  // gives is checked in `ids` (token_id.h), and the id each token ends up with is claimed
+  // there (an added token may not reuse the id of a different vocab or added token).
   AddedTokens(const nlohmann::json& config, const std::string& where,
-              const std::function<int32_t(std::string_view)>& vocab_id);
+              const std::function<int32_t(std::string_view)>& vocab_id, TokenIds& ids);
 
   // Splits `text` on the added tokens whose `normalized` flag equals `normalized`
   // (tokenizers matches those before normalization, the others after). Segments cover text.

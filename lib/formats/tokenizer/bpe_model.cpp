@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/tokenizer/token_id.h"
 #include "formats/tokenizer/tokenizer_impl.h"
 #include "formats/tokenizer/utf8.h"
 
@@ -23,7 +24,7 @@ bool optional_bool(const nlohmann::json& model, const char* key) {
 
 }  // namespace
 
-BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
+BpeModel::BpeModel(const nlohmann::json& model, const std::string& where, TokenIds& ids) {
   if (!model.is_object()) throw Error(where, "'model' is not an object");
   const std::string type = model.value("type", std::string("BPE"));
   if (type != "BPE") throw UnsupportedTokenizer(where, "unsupported model type '" + type + "'");
@@ -31,9 +32,9 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
   if (vocab == model.end() || !vocab->is_object())
     throw Error(where, "model.vocab is missing or not an object");
   for (const auto& [token, id] : vocab->items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      throw Error(where, "model.vocab['" + token + "'] is not a non-negative integer id");
-    const auto i = static_cast<int32_t>(id.get<int64_t>());
+    const std::string what = "model.vocab[" + quote_name(token) + "]";
+    const int32_t i = ids.parse(id, what);  // bounded: tokens_ below is sized by it
+    ids.claim(i, token, what);
     vocab_.emplace(token, i);
     if (static_cast<size_t>(i) >= tokens_.size()) {
       tokens_.resize(i + 1);
@@ -60,7 +61,11 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& where) {
   }
 
   const auto merges = model.find("merges");
-  if (merges == model.end() || merges->is_null()) return;  // a vocab-only BPE
+  // Without merges every word would be encoded character by character: never what a model
+  // was trained on, so a missing list is an error (an empty one is taken as written).
+  if (merges == model.end() || merges->is_null())
+    throw Error(where, "model.merges is missing (a BPE model needs its merge list; without it every word would be "
+                       "split into single characters)");
   if (!merges->is_array()) throw Error(where, "model.merges is not a list");
   int32_t rank = 0;
   for (const auto& m : *merges) {

@@ -11,6 +11,8 @@
 
 namespace fsq::tok {
 
+class TokenIds;
+
 // Hashes std::string and std::string_view alike so lookups need no temporary string.
 struct StringHash {
   using is_transparent = void;
@@ -20,9 +22,10 @@ using Vocab = std::unordered_map<std::string, int32_t, StringHash, std::equal_to
 
 class BpeModel {
  public:
-  // From tokenizer.json's "model" object (type BPE). Throws fsq::Error(where, ...) for a
-  // malformed vocab or merges, UnsupportedTokenizer for other model types.
-  BpeModel(const nlohmann::json& model, const std::string& where);
+  // From tokenizer.json's "model" object (type BPE). Every vocab id is checked and claimed
+  // in `ids` (token_id.h). Throws fsq::Error(where, ...) for a malformed vocab, a missing or
+  // malformed merges list, UnsupportedTokenizer for other model types.
+  BpeModel(const nlohmann::json& model, const std::string& where, TokenIds& ids);
 
   // Appends the ids of one pre-tokenized word (already byte-level mapped when applicable).
   void encode_word(std::string_view word, std::vector<int32_t>& ids) const;

@@ -12,6 +12,7 @@
 #include "formats/tokenizer/byte_level.h"
 #include "formats/tokenizer/normalizer.h"
 #include "formats/tokenizer/pretokenizer.h"
+#include "formats/tokenizer/token_id.h"
 #include "common/json_file.h"
 #include "formats/tokenizer/tokenizer_impl.h"
 #include "formats/tokenizer/utf8.h"
@@ -37,37 +38,45 @@ DecoderKind parse_decoder(const nlohmann::json& d) {
   return DecoderKind::Unsupported;
 }
 
-// The BOS a post-processor puts in front of a single sequence (Llama-3's
-// TemplateProcessing "<|begin_of_text|> $A", Roberta/Bert's cls), or -1.
-int32_t template_bos(const nlohmann::json& p) {
-  if (!p.is_object()) return -1;
+// The BOS id a post-processor puts in front of a single sequence (Llama-3's
+// TemplateProcessing "<|begin_of_text|> $A", Roberta/Bert's cls) as the file writes it
+// (checked by the caller), or nullptr.
+const nlohmann::json* template_bos(const nlohmann::json& p) {
+  if (!p.is_object()) return nullptr;
   const std::string type = p.value("type", std::string());
   if (type == "Sequence") {
     for (const auto& sub : member(p, "processors"))
-      if (const int32_t id = template_bos(sub); id >= 0) return id;
-    return -1;
+      if (const nlohmann::json* id = template_bos(sub)) return id;
+    return nullptr;
   }
   if (type == "RobertaProcessing" || type == "BertProcessing") {
     const auto& cls = member(p, "cls");
-    return cls.is_array() && cls.size() == 2 && cls[1].is_number_integer() ? cls[1].get<int32_t>()
-                                                                          : -1;
+    return cls.is_array() && cls.size() == 2 && cls[1].is_number_integer() ? &cls[1] : nullptr;
   }
-  if (type != "TemplateProcessing") return -1;
+  if (type != "TemplateProcessing") return nullptr;
   const auto& single = member(p, "single");
-  if (!single.is_array() || single.empty() || !single[0].contains("SpecialToken")) return -1;
+  if (!single.is_array() || single.empty() || !single[0].contains("SpecialToken")) return nullptr;
   const auto& name = member(single[0]["SpecialToken"], "id");
-  if (!name.is_string()) return -1;
+  if (!name.is_string()) return nullptr;
   const auto& ids = member(member(member(p, "special_tokens"), name.get<std::string>().c_str()), "ids");
-  return ids.is_array() && !ids.empty() && ids[0].is_number_integer() ? ids[0].get<int32_t>() : -1;
+  return ids.is_array() && !ids.empty() && ids[0].is_number_integer() ? &ids[0] : nullptr;
+}
+
+// The tokens a tokenizer.json defines (vocab entries plus added tokens): sets the id bound.
+int64_t defined_tokens(const nlohmann::json& j) {
+  const auto& vocab = member(member(j, "model"), "vocab");
+  const auto& added = member(j, "added_tokens");
+  return static_cast<int64_t>((vocab.is_object() ? vocab.size() : 0) + (added.is_array() ? added.size() : 0));
 }
 
 class HfTokenizer final : public TokenizerImpl {
  public:
   HfTokenizer(const std::filesystem::path& path, const nlohmann::json& j)
       : where_(path.string()),
-        model_(member(j, "model"), where_),
+        ids_(where_, defined_tokens(j)),
+        model_(member(j, "model"), where_, ids_),
         added_(member(j, "added_tokens"), where_,
-               [this](std::string_view t) { return model_.token_to_id(t); }),
+               [this](std::string_view t) { return model_.token_to_id(t); }, ids_),
         normalizer_(member(j, "normalizer"), where_),
         pre_(member(j, "pre_tokenizer"), where_),
         decoder_(parse_decoder(member(j, "decoder"))) {
@@ -78,8 +87,13 @@ class HfTokenizer final : public TokenizerImpl {
     for (int32_t id = 0; id <= model_.max_id(); ++id)
       if (const std::string* t = model_.id_to_token(id)) pieces_[id] = {*t, true, false};
     for (const AddedToken& a : added_.tokens()) pieces_[a.id] = {a.content, true, true};
-    bos_id_ = template_bos(member(j, "post_processor"));
+    if (const nlohmann::json* bos = template_bos(member(j, "post_processor"))) {
+      bos_id_ = ids_.parse(*bos, "post_processor's BOS id");
+      if (!has_id(bos_id_))
+        throw Error(where_, "post_processor's BOS id " + std::to_string(bos_id_) + " is not a token of the vocab");
+    }
     add_bos_ = bos_id_ >= 0;
+    ids_ = TokenIds(where_, 0);  // the checks are done: drop its copy of every token text
   }
 
   std::vector<int32_t> encode(std::string_view text) const override {
@@ -137,6 +151,10 @@ class HfTokenizer final : public TokenizerImpl {
   int32_t vocab_size() const override { return static_cast<int32_t>(pieces_.size()); }
   std::string kind() const override { return "bpe"; }
 
+  bool has_id(int32_t id) const override {
+    return id >= 0 && static_cast<size_t>(id) < pieces_.size() && pieces_[id].present;
+  }
+
   int32_t token_to_id(std::string_view token) const override {
     if (const AddedToken* a = added_.find(token)) return a->id;
     return model_.token_to_id(token);
@@ -172,6 +190,8 @@ class HfTokenizer final : public TokenizerImpl {
     bool added = false;
   };
   std::string where_;
+  TokenIds ids_;  // every id of the file, checked and claimed before any table is sized by it;
+                  // emptied once the constructor is done
   BpeModel model_;
   AddedTokens added_;
   Normalizer normalizer_;

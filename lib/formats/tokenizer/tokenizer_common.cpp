@@ -1,5 +1,6 @@
 // Tokenizer::encode_default and load_tokenizer: picking the tokenizer file of a checkpoint
 // directory and its BOS/EOS policy from tokenizer_config.json and config.json.
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -39,12 +40,23 @@ nlohmann::json read_optional_json(const std::filesystem::path& path) {
 }
 
 // config.json ids: an integer, or a list whose first entry is the main one (Llama-3.1 eos).
-int32_t config_id(const nlohmann::json& config, const char* key, int32_t fallback) {
+// An id given must name a token of the tokenizer: a BOS/EOS past the vocabulary would be
+// fed to (or awaited from) the model as garbage, so it is an error naming config.json.
+int32_t config_id(const nlohmann::json& config, const char* key, int32_t fallback, const TokenizerImpl& t,
+                  const std::filesystem::path& config_path) {
   auto it = config.find(key);
   if (it == config.end()) return fallback;
-  if (it->is_number_integer()) return it->get<int32_t>();
-  if (it->is_array() && !it->empty() && (*it)[0].is_number_integer()) return (*it)[0].get<int32_t>();
-  return fallback;
+  const nlohmann::json* v = nullptr;
+  if (it->is_number_integer()) v = &*it;
+  else if (it->is_array() && !it->empty() && (*it)[0].is_number_integer()) v = &(*it)[0];
+  if (v == nullptr) return fallback;
+  const bool fits = v->is_number_unsigned() ? v->get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX)
+                                            : v->get<int64_t>() >= 0 && v->get<int64_t>() <= INT32_MAX;
+  const auto id = fits ? static_cast<int32_t>(v->get<int64_t>()) : -1;
+  if (!fits || !t.has_id(id))
+    throw Error(config_path.string(), std::string(key) + " " + v->dump() + " is not a token of the tokenizer " +
+                                          t.path().string() + " (" + std::to_string(t.vocab_size()) + " ids)");
+  return id;
 }
 
 // tokenizer_config.json tokens: "<s>" or {"content": "<s>", ...}; mapped through the vocab.
@@ -88,8 +100,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir
   bool add_bos = t->add_bos();
   const nlohmann::json config = tok::read_optional_json(model_dir / "config.json");
   if (config.is_object()) {
-    bos = tok::config_id(config, "bos_token_id", bos);
-    eos = tok::config_id(config, "eos_token_id", eos);
+    bos = tok::config_id(config, "bos_token_id", bos, *t, model_dir / "config.json");
+    eos = tok::config_id(config, "eos_token_id", eos, *t, model_dir / "config.json");
   }
   const nlohmann::json tcfg = tok::read_optional_json(model_dir / "tokenizer_config.json");
   if (tcfg.is_object()) {

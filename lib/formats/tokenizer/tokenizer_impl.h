@@ -27,6 +27,8 @@ class TokenizerImpl : public Tokenizer {
  public:
   // Id of a piece / added token with exactly this text, or -1.
   virtual int32_t token_to_id(std::string_view token) const = 0;
+  // Whether `id` names a token (tokenizer.json vocabularies may skip ids).
+  virtual bool has_id(int32_t id) const { return id >= 0 && id < vocab_size(); }
   void set_special(int32_t bos, int32_t eos, bool add_bos) {
     bos_id_ = bos;
     eos_id_ = eos;

@@ -4,14 +4,12 @@
 #include <c10/core/InferenceMode.h>
 
 #include <chrono>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/process.h"
 #include "common/sha256.h"
-#include "common/utf8.h"
+#include "common/text_file.h"
 #include "formats/checkpoint.h"
 #include "formats/tokenizer.h"
 #include "runtime/eval/perplexity.h"
@@ -139,26 +137,6 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
 
 }  // namespace
 
-void check_data_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw Error(path.string(), "data file does not exist or is not a regular file");
-  if (std::filesystem::file_size(path, ec) == 0 && !ec) throw Error(path.string(), "data file is empty");
-}
-
-std::string read_text_file(const std::filesystem::path& path) {
-  check_data_file(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path.string(), "cannot open data file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(path.string(), "read error");
-  std::string text = ss.str();
-  if (text.empty()) throw Error(path.string(), "data file is empty");
-  check_text(text, path.string());
-  return text;
-}
-
 EvalReport evaluate(const EvalConfig& cfg) {
   c10::InferenceMode no_autograd;  // evaluation never needs gradients
   const RuntimeOptions& ro = cfg.runtime;
@@ -168,7 +146,7 @@ EvalReport evaluate(const EvalConfig& cfg) {
   rep.device = ro.device.str();
   rep.dtype = scalar_type_name(ro.compute_dtype);
   rep.threads = cfg.threads;
-  if (cfg.perplexity && cfg.data_path) check_data_file(*cfg.data_path);  // fail before loading
+  if (cfg.perplexity && cfg.data_path) check_text_file(*cfg.data_path);  // fail before loading
 
   Loaded m = load_model(cfg.model_dir, ro);
   rep.model = m.info;

@@ -35,9 +35,5 @@ struct EvalConfig {
 
 EvalReport evaluate(const EvalConfig& cfg);
 
-// Reads a UTF-8 text file whole; throws fsq::Error naming it when missing, unreadable or empty.
-std::string read_text_file(const std::filesystem::path& path);
-// The cheap part of that check (exists, regular, non-empty), to fail before a long load.
-void check_data_file(const std::filesystem::path& path);
 
 }  // namespace fsq

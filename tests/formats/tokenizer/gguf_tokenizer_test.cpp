@@ -185,6 +185,28 @@ TEST(GgufTokenizer, MalformedMetadataIsOneLineErrorNamingTheFile) {
   expect_error(dir, bert, {"'bert'", "tokenizer.ggml.model"});
 }
 
+// GGUF ids are array indices: a huge BOS/EOS id is out of the vocab (not an allocation), and
+// a token text repeated at two indices is not two tokens claiming one id (the text keeps its
+// last id, as in llama.cpp), so the tokenizer.json id rules never refuse a valid GGUF.
+TEST(GgufTokenizer, IdsAreCheckedAgainstTheTokenArray) {
+  TempDir dir;
+  TinyGguf eos;
+  eos.str("tokenizer.ggml.model", "gpt2").strs("tokenizer.ggml.tokens", kTokens);
+  eos.strs("tokenizer.ggml.merges", kMerges).u32("tokenizer.ggml.eos_token_id", 4000000000u);
+  expect_error(dir, eos, {"tokenizer.ggml.eos_token_id", "4000000000", "outside the vocab of 30 tokens"});
+  std::vector<std::string> tokens = kTokens;
+  std::vector<int32_t> types = kTypes;
+  tokens.push_back("h");
+  types.push_back(1);
+  TinyGguf repeated;
+  repeated.str("general.architecture", "llama").str("tokenizer.ggml.model", "gpt2");
+  repeated.str("tokenizer.ggml.pre", "smollm").strs("tokenizer.ggml.tokens", tokens);
+  repeated.i32s("tokenizer.ggml.token_type", types).strs("tokenizer.ggml.merges", kMerges);
+  const Loaded l = load(dir, repeated);
+  EXPECT_EQ(l.tok->vocab_size(), 31);
+  EXPECT_EQ(l.tok->encode("hello"), (Ids{kHello}));
+}
+
 // ---- "llama" (SentencePiece) GGUF tokenizers ---------------------------------------------
 
 // The pieces of a sentencepiece tokenizer.model, read with a minimal protobuf reader (what

@@ -62,7 +62,7 @@ TEST(MalformedTokenizerJson, Model) {
   expect_error(j, "model.vocab['c'] is not a non-negative integer id");
   j = minimal();
   j["model"]["vocab"]["c"] = -1;
-  expect_error(j, "model.vocab['c']");
+  expect_error(j, "model.vocab['c'] = -1 is not a valid token id");
   j = minimal();
   j["model"]["unk_token"] = "<unk>";
   expect_error(j, "model.unk_token '<unk>' is not in the vocab");
@@ -83,6 +83,108 @@ TEST(MalformedTokenizerJson, Merges) {
   j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "b"})});  // newer form
   TempDir dir;
   EXPECT_EQ(load_json_tokenizer(dir, j)->encode("ab"), (std::vector<int32_t>{2}));
+}
+
+// Ids are bounded before any id-indexed table is sized by them (4000000000 and 2^40 were a
+// std::bad_alloc): the limit is 2 x tokens defined + 65536 (formats/tokenizer/token_id.h).
+TEST(MalformedTokenizerJson, HugeVocabIdIsANamedError) {
+  auto j = minimal();
+  for (const int64_t huge : {int64_t{4000000000}, int64_t{1} << 40, int64_t{INT32_MAX}, int64_t{65544}}) {
+    j["model"]["vocab"]["c"] = huge;
+    expect_error(j, "model.vocab['c'] = " + std::to_string(huge) + " is not a valid token id");
+  }
+  j["model"]["vocab"]["c"] = nlohmann::json(uint64_t{18446744073709551615u});
+  expect_error(j, "model.vocab['c'] = 18446744073709551615 is not a valid token id");
+  j["model"]["vocab"]["c"] = 1.5;
+  expect_error(j, "model.vocab['c'] is not a non-negative integer id");
+  // 4 tokens defined: ids up to 2 x 4 + 65536 - 1 are accepted (a sparse but sane vocab).
+  j["model"]["vocab"]["c"] = 65543;
+  TempDir dir;
+  EXPECT_EQ(load_json_tokenizer(dir, j)->vocab_size(), 65544);
+}
+
+TEST(MalformedTokenizerJson, DuplicateVocabIdNamesBothTokens) {
+  auto j = minimal();
+  j["model"]["vocab"]["c"] = 1;
+  expect_error(j, "token id 1 is given to two tokens: 'b' (model.vocab['b']) and 'c' (model.vocab['c'])");
+}
+
+TEST(MalformedTokenizerJson, AddedTokenIdsObeyTheSameRules) {
+  auto j = minimal();
+  j["added_tokens"] = nlohmann::json::array({{{"id", 4000000000}, {"content", "<s>"}}});
+  expect_error(j, "added_tokens[0].id = 4000000000 is not a valid token id");
+  j["added_tokens"] = nlohmann::json::array({{{"id", -1}, {"content", "<s>"}}});
+  expect_error(j, "added_tokens[0].id = -1 is not a valid token id");
+  j["added_tokens"] = nlohmann::json::array({{{"id", 1}, {"content", "<s>"}}});
+  expect_error(j, "token id 1 is given to two tokens: 'b' (model.vocab['b']) and '<s>' (added_tokens[0])");
+  j["added_tokens"] = nlohmann::json::array({{{"id", 3}, {"content", "<s>"}}, {{"id", 3}, {"content", "</s>"}}});
+  expect_error(j, "token id 3 is given to two tokens: '<s>' (added_tokens[0]) and '</s>' (added_tokens[1])");
+  j["added_tokens"] = nlohmann::json::array({{{"id", 3}, {"content", ""}}});
+  expect_error(j, "added_tokens[0] has empty content");
+  // An added token repeating its vocab entry, or naming a vocab text (it takes the vocab's
+  // id, as in tokenizers), is fine.
+  j["added_tokens"] = nlohmann::json::array({{{"id", 2}, {"content", "ab"}}, {{"id", 7}, {"content", "a"}},
+                                             {{"id", 3}, {"content", "<s>"}}});
+  TempDir dir;
+  const auto tok = load_json_tokenizer(dir, j);
+  EXPECT_EQ(tok->vocab_size(), 4);
+  EXPECT_EQ(tok->encode("<s>a"), (std::vector<int32_t>{3, 0}));
+}
+
+TEST(MalformedTokenizerJson, PostProcessorBosMustBeAToken) {
+  auto j = minimal();
+  j["post_processor"] = {{"type", "TemplateProcessing"},
+                         {"single", nlohmann::json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                                                           {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
+                         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {4000000000}}, {"tokens", {"<s>"}}}}}}};
+  expect_error(j, "post_processor's BOS id = 4000000000 is not a valid token id");
+  j["post_processor"]["special_tokens"]["<s>"]["ids"] = {9};
+  expect_error(j, "post_processor's BOS id 9 is not a token of the vocab");
+  j["post_processor"]["special_tokens"]["<s>"]["ids"] = {1};
+  TempDir dir;
+  const auto tok = load_json_tokenizer(dir, j);
+  EXPECT_EQ(tok->bos_id(), 1);
+  EXPECT_TRUE(tok->add_bos());
+}
+
+// Without merges a BPE encodes character by character: refused, not silently used.
+TEST(MalformedTokenizerJson, MergesMissingIsRefused) {
+  auto j = minimal();
+  j["model"].erase("merges");
+  expect_error(j, "model.merges is missing");
+  j["model"]["merges"] = nullptr;
+  expect_error(j, "model.merges is missing");
+  j["model"]["merges"] = {{"a", "b"}};
+  expect_error(j, "model.merges is not a list");
+  j["model"]["merges"] = nlohmann::json::array();  // present but empty: taken as written
+  TempDir dir;
+  EXPECT_EQ(load_json_tokenizer(dir, j)->encode("ab"), (std::vector<int32_t>{0, 1}));
+}
+
+// config.json's bos/eos ids must name tokens of the tokenizer.
+TEST(MalformedTokenizerJson, ConfigBosEosMustBeTokens) {
+  TempDir dir;
+  write_file(dir / "tokenizer.json", minimal().dump());
+  const fs::path config = dir / "config.json";
+  auto expect_config_error = [&](const nlohmann::json& c, const std::string& problem) {
+    write_file(config, c.dump());
+    try {
+      load_tokenizer(dir.path());
+      ADD_FAILURE() << "expected fsq::Error for: " << problem;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind(config.string() + ": ", 0), 0u) << msg;
+      EXPECT_NE(msg.find(problem), std::string::npos) << msg << " lacks " << problem;
+    }
+  };
+  expect_config_error({{"bos_token_id", 4000000000}}, "bos_token_id 4000000000 is not a token of the tokenizer");
+  expect_config_error({{"eos_token_id", int64_t{1} << 40}}, "eos_token_id 1099511627776 is not a token");
+  expect_config_error({{"eos_token_id", 3}}, "eos_token_id 3 is not a token");
+  expect_config_error({{"eos_token_id", {-1, 2}}}, "eos_token_id -1 is not a token");
+  write_file(config, nlohmann::json({{"bos_token_id", 0}, {"eos_token_id", {2, 1}}}).dump());
+  const auto tok = load_tokenizer(dir.path());
+  EXPECT_EQ(tok->bos_id(), 0);
+  EXPECT_EQ(tok->eos_id(), 2);
 }
 
 TEST(MalformedTokenizerJson, Pipeline) {

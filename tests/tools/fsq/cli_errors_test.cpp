@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <span>
 
 #include "cli_support.h"
@@ -52,7 +53,7 @@ TEST(CliErrors, UnknownSubcommandAndOption) {
 TEST(CliErrors, BinaryDataIsRefusedAsText) {
   FSQ_REQUIRE_STORIES260K();
   fs::path dir = make_temp_dir("fsq-cli-binary");
-  write_file(dir / "binary.txt", std::string("Once upon\0\x01\x02 a time", 21));
+  write_file(dir / "binary.txt", std::string("Once upon\0\x01\x02 a time", 19));
   write_file(dir / "latin1.txt", "caf\xe9 au lait");
   RunResult nul = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", (dir / "binary.txt").string(),
                            "--no-speed", "--json", (dir / "r.json").string()});
@@ -179,6 +180,59 @@ TEST(CliErrors, TensorsTheModelDoesNotReadAreRefused) {
   RunResult shown = run_fsq({"inspect", model.string()});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("unused      " + stray), std::string::npos) << shown.out;
+  fs::remove_all(dir);
+}
+
+// A tokenizer.json with a huge id (once a std::bad_alloc) or a BPE without merges (once
+// tokenized character by character with exit 0): one line naming the file, nothing written.
+TEST(CliErrors, MalformedTokenizerJsonIsRefusedNamingTheFile) {
+  FSQ_REQUIRE_STORIES260K();
+  const fs::path dir = make_temp_dir("fsq-cli-badtok");
+  const fs::path model = dir / "model";
+  fs::create_directories(model);
+  copy_model_side_files(model);
+  fs::copy_file(stories260k_dir() / "model.safetensors", model / "model.safetensors");
+  const fs::path tokenizer = model / "tokenizer.json";
+  nlohmann::json tj = nlohmann::json::parse(R"({
+    "added_tokens": [], "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}})");
+  const fs::path json = dir / "r.json", calib = dir / "calib.safetensors";
+  struct Case {
+    std::string name;
+    std::function<void(nlohmann::json&)> edit;
+    std::string problem;
+  };
+  const std::vector<Case> cases = {
+      {"huge vocab id", [](nlohmann::json& j) { j["model"]["vocab"]["c"] = 4000000000; },
+       "model.vocab['c'] = 4000000000 is not a valid token id"},
+      {"2^40 added token id",
+       [](nlohmann::json& j) { j["added_tokens"] = {{{"id", int64_t{1} << 40}, {"content", "<x>"}}}; },
+       "added_tokens[0].id = 1099511627776 is not a valid token id"},
+      {"duplicate id", [](nlohmann::json& j) { j["model"]["vocab"]["c"] = 1; }, "token id 1 is given to two tokens"},
+      {"merges missing", [](nlohmann::json& j) { j["model"].erase("merges"); }, "model.merges is missing"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    nlohmann::json broken = tj;
+    c.edit(broken);
+    write_file(tokenizer, broken.dump());
+    RunResult eval = run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(), "--no-speed",
+                              "--max-windows", "1", "--json", json.string()});
+    expect_one_line_error(eval, tokenizer.string() + ": " + c.problem);
+    RunResult cal = run_fsq({"calibrate", "--model", model.string(), "--data", tinystories_val().string(),
+                             "--samples", "1", "--seq-len", "16", "--out", calib.string()});
+    expect_one_line_error(cal, tokenizer.string() + ": " + c.problem);
+    EXPECT_FALSE(fs::exists(json));
+    EXPECT_FALSE(fs::exists(calib));
+  }
+  // config.json naming a BOS past the vocabulary is refused too.
+  write_file(tokenizer, tj.dump());
+  nlohmann::json config = read_json(model / "config.json");
+  config["bos_token_id"] = 4000000000;
+  write_file(model / "config.json", config.dump());
+  expect_one_line_error(run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(),
+                                 "--no-speed", "--max-windows", "1"}),
+                        (model / "config.json").string() + ": bos_token_id 4000000000 is not a token");
   fs::remove_all(dir);
 }
 

@@ -8,6 +8,7 @@
 #include "calib/calib_file.h"
 #include "cli_support.h"
 #include "common/sha256.h"
+#include "text_files.h"
 
 namespace fsq::clitest {
 namespace {
@@ -125,6 +126,37 @@ TEST(CliCalibrate, BadInputsFailCleanly) {
   EXPECT_GT(unwritable.exit_code, 0);
   EXPECT_EQ(lines(unwritable.err), 1u) << unwritable.err;
   EXPECT_NE(unwritable.err.find("/proc/fsq-calib.safetensors"), std::string::npos) << unwritable.err;
+  fs::remove_all(dir);
+}
+
+// 600 bytes of TinyStories (a few hundred tokens) cannot fill 8 windows of 64 tokens without
+// repeating text: refused with the counts and nothing written; --allow-overlap runs it with
+// a one-line note on stderr, the same bytes as before the check existed.
+TEST(CliCalibrate, TextTooShortForTheWindowsIsRefusedUnlessAllowOverlap) {
+  FSQ_REQUIRE_STORIES260K();
+  const fs::path dir = make_temp_dir("fsq-cli-calib-overlap");
+  const fs::path data = dir / "short.txt", out = dir / "calib.safetensors", json = dir / "calib.json";
+  testing::write_file(data, testing::tail_of(tinystories_val(), 600));
+  auto with_data = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--samples", "8", "--seq-len", "64", "--json", json.string()});
+    std::vector<std::string> a = calibrate_args(out, extra);
+    a[4] = data.string();  // --data
+    return a;
+  };
+  RunResult refused = run_fsq(with_data({}));
+  expect_clean_failure(refused, out, data.string() + ": too little text for the calibration windows without overlap");
+  EXPECT_NE(refused.err.find("8 windows of 63 text tokens need 504"), std::string::npos) << refused.err;
+  for (const char* way : {"--seq-len", "--samples", "more text", "--allow-overlap"})
+    EXPECT_NE(refused.err.find(way), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(json));
+
+  RunResult ok = run_fsq(with_data({"--allow-overlap"}));
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(lines(ok.err), 1u) << ok.err;
+  EXPECT_EQ(ok.err.rfind("fsq: note: " + data.string() + ": the text has ", 0), 0u) << ok.err;
+  EXPECT_NE(ok.err.find("windows overlap (--allow-overlap)"), std::string::npos) << ok.err;
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_EQ(CalibrationFile::open(out).provenance()["window_starts"].size(), 8u);
   fs::remove_all(dir);
 }
 

@@ -126,5 +126,38 @@ TEST_F(CliQuantize, BadOptionsFailBeforeAnyWork) {
   EXPECT_FALSE(fs::exists(dir_ / "bad"));
 }
 
+// quantize draws its AWQ calibration windows like calibrate: a text too short for them is
+// refused before any layer is written, unless --allow-overlap (a one-line note on stderr).
+TEST(CliQuantizeCalibText, TextTooShortForTheWindowsIsRefusedUnlessAllowOverlap) {
+  FSQ_REQUIRE_STORIES260K();
+  const fs::path dir = make_temp_dir("fsq-cli-quantize-overlap");
+  const fs::path data = dir / "short.txt", out = dir / "q";
+  testing::write_file(data, testing::tail_of(tinystories_val(), 600));
+  auto args = [&](bool allow) {
+    std::vector<std::string> a = {"quantize", "--model", stories260k_dir().string(), "--method", "awq", "--bits", "4",
+                                  "--group-size", "32", "--out", out.string(), "--threads", "1", "--progress", "off",
+                                  "--calib-data", data.string(), "--samples", "8", "--seq-len", "64"};
+    if (allow) a.push_back("--allow-overlap");
+    return a;
+  };
+  RunResult refused = run_fsq(args(false));
+  EXPECT_GT(refused.exit_code, 0) << refused.err;
+  EXPECT_EQ(lines(refused.err), 1u) << refused.err;
+  EXPECT_EQ(refused.err.rfind("fsq: error: " + data.string() + ": too little text for the calibration windows", 0), 0u)
+      << refused.err;
+  EXPECT_NE(refused.err.find("8 windows of 63 text tokens need 504"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--allow-overlap"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".partial"));
+  EXPECT_EQ(staging_paths_below(dir), "");
+
+  RunResult ok = run_fsq(args(true));
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(lines(ok.err), 1u) << ok.err;
+  EXPECT_EQ(ok.err.rfind("fsq: note: " + data.string() + ": the text has ", 0), 0u) << ok.err;
+  EXPECT_TRUE(fs::exists(out / "fsq.json"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace fsq::clitest
