@@ -2,8 +2,8 @@
 # Quantization quality table: for one model, quantize with each method x bit width, then
 # `fsq eval --compare` every result against the unquantized model on each text. Prints
 # perplexity, mean KL divergence, top-1 agreement, bits per weight, file size and quantize
-# wall time, all from this run (DESIGN.md protocol FSQ_PROTOCOL, default "gptq":
-# non-overlapping windows; "llama.cpp" scores the second half of each window).
+# wall time, all from this run (DESIGN.md protocols, FSQ_PROTOCOLS, default "gptq":
+# non-overlapping windows; "gptq llama.cpp" adds a column group per protocol).
 #
 # Calibration never sees the evaluated text: each text is split at a line boundary, the
 # first FSQ_EVAL_FRACTION (default 0.8) is evaluated, the rest (from every text) is the
@@ -31,7 +31,7 @@ max_windows="${FSQ_MAX_WINDOWS:-0}"
 samples="${FSQ_SAMPLES:-128}"
 calib_seq="${FSQ_CALIB_SEQ_LEN:-512}"
 fraction="${FSQ_EVAL_FRACTION:-0.8}"
-protocol="${FSQ_PROTOCOL:-gptq}"
+protocols="${FSQ_PROTOCOLS:-gptq}"
 work="${FSQ_WORK_DIR:-$(mktemp -d)}"
 fsq="$build/tools/fsq/fsq"
 [[ -x "$fsq" ]] || { echo "quant-table: build fsq first (scripts/build.sh)" >&2; exit 1; }
@@ -51,30 +51,34 @@ PY
   eval_files+=("$work/eval/$name")
 done
 
-echo "model $model; protocol $protocol, seq-len $seq_len, windows ${max_windows/#0/all}; threads $threads"
+echo "model $model; protocols $protocols, seq-len $seq_len, windows ${max_windows/#0/all}; threads $threads"
 echo "evaluated: first $fraction of each text; calibration: the rest ($samples x $calib_seq tokens, seed 42)"
 printf '%-6s %4s %5s %8s %10s %10s' method bits group "bits/w" "MiB" "quant s"
-for f in "${eval_files[@]}"; do printf ' | %-28s' "$(basename "$f"): ppl  KL  top1"; done
+for p in $protocols; do for f in "${eval_files[@]}"; do printf ' | %-28s' "$p $(basename "$f"): ppl  KL  top1"; done; done
 echo
 mib() { python3 -c 'import os,sys; print(os.path.getsize(sys.argv[1]) / 2**20)' "$1"; }
 row() {  # name dir bits group bpw seconds
   printf '%-6s %4s %5s %8s %10.3f %10s' "$1" "$3" "$4" "$5" "$(mib "$2/model.safetensors")" "$6"
-  for f in "${eval_files[@]}"; do
-    local r="$work/reports/$1-$3-$4-$(basename "$f").json"
-    "$fsq" eval --model "$2" --compare "$model" --data "$f" --protocol "$protocol" --seq-len "$seq_len" --max-windows "$max_windows" \
-      --threads "$threads" --no-speed --progress off --json "$r" >/dev/null
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["perplexity"]; c=r["compare"]
+  for p in $protocols; do
+    for f in "${eval_files[@]}"; do
+      local r="$work/reports/$1-$3-$4-$p-$(basename "$f").json"
+      "$fsq" eval --model "$2" --compare "$model" --data "$f" --protocol "$p" --seq-len "$seq_len" \
+        --max-windows "$max_windows" --threads "$threads" --no-speed --progress off --json "$r" >/dev/null
+      python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["perplexity"]; c=r["compare"]
 print(" | %9.4f %8.5f %8.4f" % (p["ppl"], c["mean_kl"], c["top1_agreement"]), end="")' "$r"
+    done
   done
   echo
 }
 fp_row() {
   printf '%-6s %4s %5s %8s %10.3f %10s' fp 32 - 32 "$(mib "$model/model.safetensors")" -
-  for f in "${eval_files[@]}"; do
-    local r="$work/reports/fp-$(basename "$f").json"
-    "$fsq" eval --model "$model" --data "$f" --protocol "$protocol" --seq-len "$seq_len" --max-windows "$max_windows" --threads "$threads" \
-      --no-speed --progress off --json "$r" >/dev/null
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" | %9.4f %8.5f %8.4f" % (r["perplexity"]["ppl"], 0, 1), end="")' "$r"
+  for p in $protocols; do
+    for f in "${eval_files[@]}"; do
+      local r="$work/reports/fp-$p-$(basename "$f").json"
+      "$fsq" eval --model "$model" --data "$f" --protocol "$p" --seq-len "$seq_len" --max-windows "$max_windows" \
+        --threads "$threads" --no-speed --progress off --json "$r" >/dev/null
+      python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" | %9.4f %8.5f %8.4f" % (r["perplexity"]["ppl"], 0, 1), end="")' "$r"
+    done
   done
   echo
 }

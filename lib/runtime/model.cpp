@@ -41,7 +41,9 @@ class Loader {
     if (v.shape != shape) throw Error(ckpt_.dir().string(), "tensor '" + name + "' has shape " + show(v.shape) +
                                                                 ", config.json implies " + show(shape));
     count_ += v.numel();
-    return tensor_from_view(v, opts_.weight_dtype.value_or(opts_.compute_dtype), opts_.device);
+    at::Tensor t = tensor_from_view(v, opts_.weight_dtype.value_or(opts_.compute_dtype), opts_.device);
+    if (!opts_.allow_nonfinite_weights) check_finite_weight(t, name);
+    return t;
   }
 
   std::unique_ptr<Linear> linear(const LinearSpec& spec, int64_t layer, int64_t out, int64_t in, bool attention_bias) {
@@ -61,6 +63,15 @@ class Loader {
   }
 
   int64_t count() const { return count_; }
+
+  void check_finite_weight(const at::Tensor& t, const std::string& name) const {
+    if (at::isfinite(t).all().item<bool>()) return;
+    const int64_t first = at::logical_not(at::isfinite(t)).flatten().nonzero()[0][0].item<int64_t>();
+    const double value = t.flatten()[first].item<double>();
+    throw Error(ckpt_.dir().string(), "tensor '" + name + "' holds a non-finite value (" + std::to_string(value) +
+                                          " at flat index " + std::to_string(first) +
+                                          "); fix the checkpoint, or pass --allow-nonfinite to eval to run it anyway");
+  }
 
   static std::string show(const std::vector<int64_t>& s) {
     std::string out = "[";

@@ -26,6 +26,9 @@ struct RuntimeOptions {
   c10::ScalarType compute_dtype = c10::kFloat;     // activations and matmuls
   std::optional<c10::ScalarType> weight_dtype;      // weights kept in memory; default = compute
   c10::Device device = c10::Device(c10::kCPU);
+  // A NaN/Inf in a dense weight fails the load naming the tensor (eval --allow-nonfinite
+  // turns this off, to report what such a model computes).
+  bool allow_nonfinite_weights = false;
 };
 
 // Keys/values for incremental decoding: per layer [batch, kv_heads, max_len, head_dim].

@@ -197,6 +197,14 @@ TEST(LutQuant, DequantizeAddsTheSparseCorrectionsAndBitsCountEveryByte) {
     }
   // 4 code bits + 16 fp16 centroids over 8 columns + (2 nonzeros x 32 bits + 3 row pointers x 32) / 16 weights.
   EXPECT_DOUBLE_EQ(lut_bits_per_weight(4, 2, 8, 2), 4.0 + (2 * 16 * 16 + 2 * 32 + 3 * 32) / 16.0);
+  LutMatrix past_nnz = m;  // row 0 claims 100 nonzeros of 2: refused before they are read
+  past_nnz.row_ptr = {0, 100, 2};
+  try {
+    validate_lut_matrix(past_nnz, "test");
+    ADD_FAILURE() << "a row pointer past nnz was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the 2 nonzeros"), std::string::npos) << e.what();
+  }
   m.col[1] = 8;
   EXPECT_THROW(validate_lut_matrix(m, "test"), Error);
 }

@@ -29,6 +29,7 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   cfg.max_windows = f.max_windows;
   cfg.batch_size = f.batch_size;
   cfg.runtime = runtime_options(f.rt);
+  cfg.runtime.allow_nonfinite_weights = f.allow_nonfinite;
   cfg.perplexity = !f.speed_only;
   cfg.speed = !f.no_speed;
   cfg.allow_nonfinite = f.allow_nonfinite;
@@ -72,7 +73,8 @@ Command add_eval_command(CLI::App& root) {
   app->add_option("--json", f->json, "also write the full report as JSON (atomically)");
   add_force_flag(app, f->force);
   app->add_flag("--allow-nonfinite", f->allow_nonfinite,
-                "report a NaN/Inf perplexity instead of failing at the first window that produces one");
+                "run a model whose weights hold NaN/Inf and report a NaN/Inf perplexity, instead of failing at the "
+                "tensor or the first window that produces one");
   auto* no_speed = app->add_flag("--no-speed", f->no_speed, "skip the speed measurements");
   auto* speed_only = app->add_flag("--speed-only", f->speed_only, "only load time, speed and memory");
   no_speed->excludes(speed_only);

@@ -35,6 +35,11 @@ void validate_csr(const LutMatrix& m, const std::string& where) {
   for (int64_t r = 0; r < m.rows; ++r) {
     const int32_t begin = m.row_ptr[r], end = m.row_ptr[r + 1];
     if (end < begin) throw Error(where, "sparse row_ptr decreases at row " + std::to_string(r));
+    // Before reading the row: a pointer past nnz would read beyond col (a later decrease
+    // back to nnz is only found at the next row).
+    if (end > m.nnz())
+      throw Error(where, "sparse row_ptr[" + std::to_string(r + 1) + "] = " + std::to_string(end) + " exceeds the " +
+                             std::to_string(m.nnz()) + " nonzeros");
     for (int32_t i = begin; i < end; ++i) {
       if (m.col[i] < 0 || m.col[i] >= m.cols)
         throw Error(where, "sparse column " + std::to_string(m.col[i]) + " in row " + std::to_string(r) +

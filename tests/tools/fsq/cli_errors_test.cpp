@@ -70,6 +70,35 @@ TEST(CliErrors, BinaryDataIsRefusedAsText) {
   fs::remove_all(dir);
 }
 
+// A NaN in a weight fails eval and quantize naming the tensor, unless eval --allow-nonfinite.
+TEST(CliErrors, NonFiniteWeightIsRefusedNamingTheTensor) {
+  FSQ_REQUIRE_STORIES260K();
+  const fs::path dir = make_temp_dir("fsq-cli-nan-weight");
+  const fs::path model = dir / "model";
+  fs::create_directories(model);
+  for (const auto& e : fs::directory_iterator(stories260k_dir())) fs::copy(e.path(), model / e.path().filename());
+  {
+    std::fstream f(model / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4, std::ios::end);  // the last F32 value of the last tensor in the file
+    const char quiet_nan[4] = {0, 0, static_cast<char>(0xc0), 0x7f};
+    f.write(quiet_nan, 4);
+  }
+  const std::vector<std::string> eval = {"eval", "--model", model.string(), "--data", tinystories_val().string(),
+                                         "--max-windows", "2", "--seq-len", "64", "--no-speed", "--progress", "off"};
+  RunResult refused = run_fsq(eval);
+  expect_one_line_error(refused, "holds a non-finite value (nan at flat index");
+  EXPECT_NE(refused.err.find("tensor '"), std::string::npos) << refused.err;
+  RunResult quantize = run_fsq({"quantize", "--model", model.string(), "--method", "rtn", "--out",
+                                (dir / "q").string(), "--progress", "off"});
+  expect_one_line_error(quantize, "holds a non-finite value");
+  EXPECT_FALSE(fs::exists(dir / "q"));
+  std::vector<std::string> allowed = eval;
+  allowed.push_back("--allow-nonfinite");
+  RunResult ran = run_fsq(allowed);
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, BadProtocolAndSeqLen) {
   FSQ_REQUIRE_STORIES260K();
   auto base = std::vector<std::string>{"eval", "--model", stories260k_dir().string(), "--data",
