@@ -38,7 +38,8 @@ std::vector<fs::path> seeds() {
 
 std::set<std::string> tensor_names(const fs::path& safetensors) {
   std::set<std::string> names;
-  for (const TensorView& t : SafetensorsFile::open(safetensors)->tensors()) names.insert(t.name);
+  const auto file = SafetensorsFile::open(safetensors);
+  for (const TensorView& t : file->tensors()) names.insert(t.name);
   return names;
 }
 
