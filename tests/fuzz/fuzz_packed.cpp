@@ -23,7 +23,10 @@
 // the LUT value checks (centroids, CSR row pointers, columns, values) and the scale/zero
 // point checks, then unpacking and dequantization of whatever passed. config.json and the
 // rest of fsq.json (fixed, valid) are not fuzzed here.
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cmath>
 #include <cstddef>
@@ -73,11 +76,27 @@ struct Scratch {
   std::string last_manifest;
 };
 
+constexpr const char* kScratchPrefix = "fsq-fuzz-packed-";
+
+// libFuzzer ends a fuzzing run with _Exit, so the atexit cleanup only runs when inputs are
+// replayed; folders of earlier runs whose process is gone are removed here instead.
+void remove_stale(const fs::path& base) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(base, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(kScratchPrefix)) continue;
+    const std::string pid = name.substr(std::strlen(kScratchPrefix));
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == -1 && errno == ESRCH) fs::remove_all(e.path(), ec);
+  }
+}
+
 Scratch& scratch() {
   static Scratch s = [] {
     Scratch s;
     const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    s.dir = base / ("fsq-fuzz-packed-" + std::to_string(::getpid()));
+    remove_stale(base);
+    s.dir = base / (kScratchPrefix + std::to_string(::getpid()));
     std::error_code ec;
     fs::create_directories(s.dir, ec);
     if (ec) fail("cannot create " + s.dir.string());
