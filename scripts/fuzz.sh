@@ -14,7 +14,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds="${1:-60}"
 build="${FSQ_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 jobs="${FSQ_FUZZ_BUILD_JOBS:-2}"
-fuzzers=(fuzz_gguf fuzz_safetensors)
+fuzzers=(fuzz_gguf fuzz_safetensors fuzz_packed)
 
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "usage: $0 [SECONDS]  (a positive whole number)" >&2

@@ -312,11 +312,13 @@ const PackedLinear* PackedCheckpoint::find_linear(const std::string& name) const
 
 namespace {
 
-// Copies instead of casts: a foreign writer need not align tensors.
+// Copies instead of casts: a foreign writer need not align tensors. An empty tensor (a
+// sparse part with nnz = 0) copies nothing: memcpy from/to a null pointer is undefined even
+// for 0 bytes, and an empty vector's data() may be null.
 template <typename T>
 std::vector<T> copy_values(const TensorView& t) {
   std::vector<T> out(t.nbytes / sizeof(T));
-  std::memcpy(out.data(), t.data, out.size() * sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), t.data, out.size() * sizeof(T));
   return out;
 }
 

@@ -149,12 +149,21 @@ LutMatrix lut_matrix(int bits, int64_t rows, int64_t cols, int64_t nnz_per_row, 
   return m;
 }
 
+// A sparse part that is present but holds no entries: row pointers all 0, sparse_col and
+// sparse_val of shape [0] (fuzz_packed's lut_csr_nnz0 seed; unpacking it once passed null
+// pointers to memcpy).
+LutMatrix empty_sparse_part(LutMatrix m) {
+  m.row_ptr.assign(static_cast<size_t>(m.rows + 1), 0);
+  return m;
+}
+
 TEST_F(PackedCheckpointTest, LutLinearsRoundTripWithTheirSparseParts) {
   src.ckpt.linears.clear();
   const std::vector<std::pair<std::string, LutMatrix>> luts = {
       {"mlp.gate_proj", lut_matrix(4, 48, kHidden, 3, 1)},  // columns stored as U16
       {"mlp.up_proj", lut_matrix(3, 48, 40, 0, 2)},          // dense only, rows not filling words
-      {"mlp.down_proj", lut_matrix(3, 2, 70000, 2, 3)}};     // columns past 65535: I32
+      {"mlp.down_proj", lut_matrix(3, 2, 70000, 2, 3)},      // columns past 65535: I32
+      {"self_attn.o_proj", empty_sparse_part(lut_matrix(4, 3, kHidden, 0, 4))}};  // nnz = 0
   for (const auto& [name, m] : luts) src.ckpt.linears.push_back({kLayer + name, {}, "squeezellm", {}, m});
   write_packed_checkpoint(src.ckpt, out);
   const PackedCheckpoint c = PackedCheckpoint::open(out);
