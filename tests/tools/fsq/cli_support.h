@@ -59,4 +59,12 @@ constexpr double kTinyModelPlanMaxOverPrediction = 1.5;
 void expect_plan_brackets_peak_rss(const std::filesystem::path& quantize_json,
                                    double max_over_prediction = kPlanMaxOverPrediction);
 
+// What `fsq eval --compare` says of a quantized stories260K against the original.
+struct Quality {
+  double ppl = 0, kl = 0, top1 = 0;
+};
+// Protocol bos-window, the first 32 windows of 256 tokens of tinystories_val.txt, one thread;
+// the report is written beside the model (<model>.eval.json).
+Quality evaluate_against_stories260k(const std::filesystem::path& model);
+
 }  // namespace fsq::clitest

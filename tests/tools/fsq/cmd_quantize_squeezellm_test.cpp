@@ -26,10 +26,6 @@ constexpr double kRegressionSlack = 1.25;  // recorded value x this fails the te
 constexpr double kRecordedRtn3 = 0.7379, kRecordedUnweighted3 = 0.4779, kRecordedDense3 = 0.4458,
                  kRecordedSparse3 = 0.4407, kRecordedSparse4 = 0.0891;
 
-struct Quality {
-  double ppl = 0, kl = 0, top1 = 0;
-};
-
 class CliQuantizeSqueezeLlm : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -66,16 +62,7 @@ class CliQuantizeSqueezeLlm : public ::testing::Test {
     return quantize(name, options);
   }
 
-  static Quality evaluate(const fs::path& model) {
-    fs::path json = model.string() + ".eval.json";
-    RunResult r = run_fsq({"eval", "--model", model.string(), "--compare", stories260k_dir().string(), "--data",
-                           tinystories_val().string(), "--protocol", "bos-window", "--seq-len", "256", "--max-windows",
-                           "32", "--threads", "1", "--no-speed", "--progress", "off", "--json", json.string()});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    nlohmann::json j = read_json(json);
-    return {j["perplexity"]["ppl"].get<double>(), j["compare"]["mean_kl"].get<double>(),
-            j["compare"]["top1_agreement"].get<double>()};
-  }
+  static Quality evaluate(const fs::path& model) { return evaluate_against_stories260k(model); }
 
   static fs::path dir_;
 };

@@ -23,10 +23,6 @@ constexpr double kRegressionSlack = 1.25;      // recorded value x this fails th
 constexpr double kRecordedKlRtn4 = 0.1031, kRecordedKlAwq4 = 0.0770;
 constexpr double kRecordedKlRtn3 = 0.7379, kRecordedKlAwq3 = 0.4440;
 
-struct Quality {
-  double ppl = 0, kl = 0, top1 = 0;
-};
-
 class CliQuantize : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -54,16 +50,7 @@ class CliQuantize : public ::testing::Test {
     return out;
   }
 
-  static Quality evaluate(const fs::path& model) {
-    fs::path json = model.string() + ".eval.json";
-    RunResult r = run_fsq({"eval", "--model", model.string(), "--compare", stories260k_dir().string(), "--data",
-                           tinystories_val().string(), "--protocol", "bos-window", "--seq-len", "256", "--max-windows",
-                           "32", "--threads", "1", "--no-speed", "--progress", "off", "--json", json.string()});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    nlohmann::json j = read_json(json);
-    return {j["perplexity"]["ppl"].get<double>(), j["compare"]["mean_kl"].get<double>(),
-            j["compare"]["top1_agreement"].get<double>()};
-  }
+  static Quality evaluate(const fs::path& model) { return evaluate_against_stories260k(model); }
 
   static fs::path dir_;
 };
