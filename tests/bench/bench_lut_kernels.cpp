@@ -32,9 +32,6 @@
 namespace fsq {
 namespace {
 
-using bench::add;
-using bench::Collector;
-
 struct Shape {
   const char* what;
   int64_t in, out;  // K, N
@@ -176,18 +173,19 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, int
 void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
   Fixtures* fx = &f;
   for (int threads : thread_counts)
-    add(read_key(f.mem(), threads), [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(), threads); });
+    bench::add(read_key(f.mem(), threads),
+               [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(), threads); });
   for (const Shape& s : kShapes)
     for (int bits : kBits)
       for (bool sparse : {false, true})
         for (int threads : thread_counts) {
           const Shape* sp = &s;
-          add(key(s, bits, sparse, threads),
-              [=](benchmark::State& st) { run_gemv(st, fx->copies(*sp, bits, sparse), threads); });
+          bench::add(key(s, bits, sparse, threads),
+                     [=](benchmark::State& st) { run_gemv(st, fx->copies(*sp, bits, sparse), threads); });
         }
 }
 
-void print_table(const Collector& c, const Fixtures& f, const std::vector<int>& thread_counts) {
+void print_table(const bench::Collector& c, const Fixtures& f, const std::vector<int>& thread_counts) {
   std::printf("\ncpu::lut_gemv m=1, ISA %s, weights cycled over %ld MiB; read: the read-only kernel (%s loads) over "
               "%ld MiB, same threads\n",
               cpu::cpu_isa_name(cpu::selected_cpu_isa()), static_cast<long>(f.mem() >> 20),

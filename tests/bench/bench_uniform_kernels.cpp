@@ -50,9 +50,6 @@
 namespace fsq {
 namespace {
 
-using bench::add;
-using bench::Collector;
-
 struct Shape {
   const char* what;
   int64_t in, out;  // K, N
@@ -225,7 +222,7 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
   Fixtures* fx = &f;
   for (int threads : thread_counts)
     for (int64_t bytes : {kStreamBytes, f.mem_bytes()})
-      add(read_key(bytes, threads),
+      bench::add(read_key(bytes, threads),
           [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(bytes), threads); });
   for (const Shape& s : kShapes) {
     const Shape* sp = &s;
@@ -233,7 +230,7 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
       for (int threads : thread_counts)
         for (int64_t m : s.batch_rows)
           for (bool streamed : {false, true})
-            add(key(streamed ? "stream-dense" : "dense", s, "f32", m, threads), [=](benchmark::State& st) {
+            bench::add(key(streamed ? "stream-dense" : "dense", s, "f32", m, threads), [=](benchmark::State& st) {
               run_linears(st, pointers<Linear>(fx->dense(*sp), streamed), m, threads);
             });
     for (const std::string& type : s.types) {
@@ -241,29 +238,29 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
         for (int64_t m : s.batch_rows) {
           if (s.dense)
             for (bool streamed : {false, true})
-              add(key(streamed ? "stream-quant" : "quant", s, type, m, threads), [=](benchmark::State& st) {
+              bench::add(key(streamed ? "stream-quant" : "quant", s, type, m, threads), [=](benchmark::State& st) {
                 run_linears(st, pointers<Linear>(fx->quant(*sp, type), streamed), m, threads);
               });
           for (bool streamed : {false, true})
-            add(key(streamed ? "stream-kernel" : "kernel", s, type, m, threads), [=](benchmark::State& st) {
+            bench::add(key(streamed ? "stream-kernel" : "kernel", s, type, m, threads), [=](benchmark::State& st) {
               run_kernel(st, pointers<QuantLinear>(fx->quant(*sp, type), streamed), m, threads);
             });
-          add(key("mem-kernel", s, type, m, threads), [=](benchmark::State& st) {
+          bench::add(key("mem-kernel", s, type, m, threads), [=](benchmark::State& st) {
             run_kernel(st, pointers<QuantLinear>(fx->mem_quant(*sp, type), true), m, threads);
           });
         }
         if (s.dense)
-          add(key("memcpy", s, type, 0, threads), [=](benchmark::State& st) {
+          bench::add(key("memcpy", s, type, 0, threads), [=](benchmark::State& st) {
             run_memcpy(st, fx->weight_bytes(*sp, type), threads);
           });
       }
     }
   }
   for (int threads : thread_counts)
-    add(large_copy_key(threads), [=](benchmark::State& st) { run_memcpy(st, kLargeCopyBytes, threads); });
+    bench::add(large_copy_key(threads), [=](benchmark::State& st) { run_memcpy(st, kLargeCopyBytes, threads); });
 }
 
-void print_ratios(const Collector& c, Fixtures& f, const std::vector<int>& thread_counts) {
+void print_ratios(const bench::Collector& c, Fixtures& f, const std::vector<int>& thread_counts) {
   const cpu::CpuIsa isa = cpu::selected_cpu_isa();
   std::printf("\nkernel ISA %s; speedup = dense f32 time / QuantLinear time; GB/s = packed weight bytes per second\n",
               cpu::cpu_isa_name(isa));
