@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_support.h"
 #include "common/half.h"
 #include "formats/quant/bitpack.h"
 #include "read_bandwidth.h"
@@ -38,12 +39,6 @@ struct Shape {
 const Shape kShapes[] = {{"7b q/o_proj", 4096, 4096}, {"7b down_proj", 11008, 4096}};
 const int kBits[] = {4, 3};
 constexpr double kSparseDensity = 0.0045;  // SqueezeLLM's 0.45 %
-
-int64_t mem_bytes() {
-  if (const char* mib = std::getenv("FSQ_BENCH_MEM_MIB")) return std::max<int64_t>(1, std::atoll(mib)) << 20;
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return std::max<int64_t>(int64_t{256} << 20, 2 * int64_t{l3 > 0 ? l3 : 0});
-}
 
 // One LUT matrix's arrays (random codes, tables and nonzeros: the values do not matter to
 // the timing, the layout does).
@@ -175,47 +170,22 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, int
   state.SetBytesProcessed(state.iterations() * copies.front().bytes());
 }
 
-// Keeps each run's real time (microseconds) by name: the run itself, or the median of its
-// repetitions.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, double> micros;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      if (r.error_occurred) continue;
-      if (r.run_type == Run::RT_Iteration)
-        micros.emplace(r.run_name.function_name, r.GetAdjustedRealTime());
-      else if (r.aggregate_name == "median")
-        micros[r.run_name.function_name] = r.GetAdjustedRealTime();
-    }
-  }
-  double get(const std::string& name) const {
-    const auto it = micros.find(name);
-    return it == micros.end() ? 0.0 : it->second;
-  }
-};
-
-template <typename Fn>
-void add(const std::string& name, Fn fn) {
-  benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
-}
-
 void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
   Fixtures* fx = &f;
   for (int threads : thread_counts)
-    add(read_key(f.mem(), threads), [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(), threads); });
+    bench::add(read_key(f.mem(), threads),
+               [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(), threads); });
   for (const Shape& s : kShapes)
     for (int bits : kBits)
       for (bool sparse : {false, true})
         for (int threads : thread_counts) {
           const Shape* sp = &s;
-          add(key(s, bits, sparse, threads),
-              [=](benchmark::State& st) { run_gemv(st, fx->copies(*sp, bits, sparse), threads); });
+          bench::add(key(s, bits, sparse, threads),
+                     [=](benchmark::State& st) { run_gemv(st, fx->copies(*sp, bits, sparse), threads); });
         }
 }
 
-void print_table(const Collector& c, const Fixtures& f, const std::vector<int>& thread_counts) {
+void print_table(const bench::Collector& c, const Fixtures& f, const std::vector<int>& thread_counts) {
   std::printf("\ncpu::lut_gemv m=1, ISA %s, weights cycled over %ld MiB; read: the read-only kernel (%s loads) over "
               "%ld MiB, same threads\n",
               cpu::cpu_isa_name(cpu::selected_cpu_isa()), static_cast<long>(f.mem() >> 20),
@@ -252,9 +222,9 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts = {1};
   const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (all > 1) thread_counts.push_back(all);
-  fsq::Fixtures fixtures(fsq::mem_bytes());
+  fsq::Fixtures fixtures(fsq::bench::mem_bytes());
   fsq::register_all(fixtures, thread_counts);
-  fsq::Collector collector;
+  fsq::bench::Collector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
   fsq::print_table(collector, fixtures, thread_counts);
   benchmark::Shutdown();

@@ -44,6 +44,7 @@
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
 #include "runtime/threads.h"
+#include "bench_support.h"
 #include "read_bandwidth.h"
 
 namespace fsq {
@@ -67,13 +68,6 @@ const std::vector<Shape> kShapes = {
 };
 constexpr int64_t kStreamBytes = int64_t{64} << 20;  // past L2, like a small model's layers
 constexpr int64_t kLargeCopyBytes = int64_t{256} << 20;
-
-// Twice the L3 (at least 256 MiB), or FSQ_BENCH_MEM_MIB.
-int64_t mem_bytes() {
-  if (const char* mib = std::getenv("FSQ_BENCH_MEM_MIB")) return std::max<int64_t>(1, std::atoll(mib)) << 20;
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return std::max<int64_t>(int64_t{256} << 20, 2 * int64_t{l3 > 0 ? l3 : 0});
-}
 
 std::string shape_name(const Shape& s) { return std::to_string(s.in) + "x" + std::to_string(s.out); }
 std::string mib(int64_t bytes) { return std::to_string(bytes >> 20) + "MiB"; }
@@ -158,38 +152,12 @@ void run_memcpy(benchmark::State& state, int64_t bytes, int threads) {
   state.SetBytesProcessed(state.iterations() * bytes);
 }
 
-// Keeps each run's real time (microseconds) by name for the ratio tables: the run itself,
-// or the median of its repetitions.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  std::map<std::string, double> micros;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      if (r.error_occurred) continue;
-      if (r.run_type == Run::RT_Iteration)
-        micros.emplace(r.run_name.function_name, r.GetAdjustedRealTime());
-      else if (r.aggregate_name == "median")
-        micros[r.run_name.function_name] = r.GetAdjustedRealTime();
-    }
-  }
-  double get(const std::string& name) const {
-    const auto it = micros.find(name);
-    return it == micros.end() ? 0.0 : it->second;
-  }
-};
-
 std::string key(const char* kind, const Shape& s, const std::string& type, int64_t m, int threads) {
   return std::string(kind) + "/" + shape_name(s) + "/" + type + "/m" + std::to_string(m) + "/t" +
          std::to_string(threads);
 }
 std::string large_copy_key(int threads) { return "memcpy/" + mib(kLargeCopyBytes) + "/t" + std::to_string(threads); }
 std::string read_key(int64_t bytes, int threads) { return "read/" + mib(bytes) + "/t" + std::to_string(threads); }
-
-template <typename Fn>
-void add(const std::string& name, Fn fn) {
-  benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMicrosecond)->UseRealTime();
-}
 
 template <typename To, typename T>
 std::vector<const To*> pointers(const std::vector<std::unique_ptr<T>>& v, bool all) {
@@ -254,7 +222,7 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
   Fixtures* fx = &f;
   for (int threads : thread_counts)
     for (int64_t bytes : {kStreamBytes, f.mem_bytes()})
-      add(read_key(bytes, threads),
+      bench::add(read_key(bytes, threads),
           [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(bytes), threads); });
   for (const Shape& s : kShapes) {
     const Shape* sp = &s;
@@ -262,7 +230,7 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
       for (int threads : thread_counts)
         for (int64_t m : s.batch_rows)
           for (bool streamed : {false, true})
-            add(key(streamed ? "stream-dense" : "dense", s, "f32", m, threads), [=](benchmark::State& st) {
+            bench::add(key(streamed ? "stream-dense" : "dense", s, "f32", m, threads), [=](benchmark::State& st) {
               run_linears(st, pointers<Linear>(fx->dense(*sp), streamed), m, threads);
             });
     for (const std::string& type : s.types) {
@@ -270,29 +238,29 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
         for (int64_t m : s.batch_rows) {
           if (s.dense)
             for (bool streamed : {false, true})
-              add(key(streamed ? "stream-quant" : "quant", s, type, m, threads), [=](benchmark::State& st) {
+              bench::add(key(streamed ? "stream-quant" : "quant", s, type, m, threads), [=](benchmark::State& st) {
                 run_linears(st, pointers<Linear>(fx->quant(*sp, type), streamed), m, threads);
               });
           for (bool streamed : {false, true})
-            add(key(streamed ? "stream-kernel" : "kernel", s, type, m, threads), [=](benchmark::State& st) {
+            bench::add(key(streamed ? "stream-kernel" : "kernel", s, type, m, threads), [=](benchmark::State& st) {
               run_kernel(st, pointers<QuantLinear>(fx->quant(*sp, type), streamed), m, threads);
             });
-          add(key("mem-kernel", s, type, m, threads), [=](benchmark::State& st) {
+          bench::add(key("mem-kernel", s, type, m, threads), [=](benchmark::State& st) {
             run_kernel(st, pointers<QuantLinear>(fx->mem_quant(*sp, type), true), m, threads);
           });
         }
         if (s.dense)
-          add(key("memcpy", s, type, 0, threads), [=](benchmark::State& st) {
+          bench::add(key("memcpy", s, type, 0, threads), [=](benchmark::State& st) {
             run_memcpy(st, fx->weight_bytes(*sp, type), threads);
           });
       }
     }
   }
   for (int threads : thread_counts)
-    add(large_copy_key(threads), [=](benchmark::State& st) { run_memcpy(st, kLargeCopyBytes, threads); });
+    bench::add(large_copy_key(threads), [=](benchmark::State& st) { run_memcpy(st, kLargeCopyBytes, threads); });
 }
 
-void print_ratios(const Collector& c, Fixtures& f, const std::vector<int>& thread_counts) {
+void print_ratios(const bench::Collector& c, Fixtures& f, const std::vector<int>& thread_counts) {
   const cpu::CpuIsa isa = cpu::selected_cpu_isa();
   std::printf("\nkernel ISA %s; speedup = dense f32 time / QuantLinear time; GB/s = packed weight bytes per second\n",
               cpu::cpu_isa_name(isa));
@@ -368,9 +336,9 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   std::vector<int> thread_counts = {1};
   if (fsq::all_threads() > 1) thread_counts.push_back(fsq::all_threads());
-  fsq::Fixtures fixtures(fsq::mem_bytes());
+  fsq::Fixtures fixtures(fsq::bench::mem_bytes());
   fsq::register_all(fixtures, thread_counts);
-  fsq::Collector collector;
+  fsq::bench::Collector collector;
   benchmark::RunSpecifiedBenchmarks(&collector);
   fsq::print_ratios(collector, fixtures, thread_counts);
   benchmark::Shutdown();

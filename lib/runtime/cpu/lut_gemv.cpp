@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
+#include "runtime/cpu/gemv_batches.h"
 #include "runtime/cpu/lut_isa.h"
 #include "runtime/cpu/lut_kernels.h"
 
@@ -103,26 +103,13 @@ KernelStatus lut_gemv(const LutWeightsView& w, const float* x, int64_t m, int64_
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
   const LutGemvRowsFn rows_fn = gemv_rows_for(isa);
   const int64_t lanes = panel_lanes(isa);
-  // Aligned to a cache line: the SIMD GEMVs load every panel vector once per weight row.
-  constexpr int64_t kAlignFloats = 16;
   const int64_t panel_size = lanes > 0 ? std::min(m, kMaxGemvRows) * lut_panel_vectors(w.cols, lanes) * lanes : 0;
-  std::vector<float> panel_buffer(static_cast<size_t>(panel_size + kAlignFloats));
-  const auto misalignment = reinterpret_cast<uintptr_t>(panel_buffer.data()) / sizeof(float) % kAlignFloats;
-  float* panel = panel_buffer.data() + (kAlignFloats - misalignment) % kAlignFloats;
-  for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
-    LutGemvBatch batch;
-    batch.w = &w;
-    batch.m = std::min(kMaxGemvRows, m - i0);
-    batch.x = x + i0 * x_stride;
-    batch.x_stride = x_stride;
-    batch.y = y + i0 * y_stride;
-    batch.y_stride = y_stride;
-    if (lanes > 0) {
-      pack_panel(w, batch.x, batch.m, x_stride, lanes, panel);
-      batch.panel = panel;
-    }
-    for_each_part(w, cost_before(w, w.rows) * batch.m, [&](int64_t r0, int64_t r1) { rows_fn(batch, r0, r1); });
-  }
+  for_each_gemv_batch<LutGemvBatch>(
+      w, x, m, x_stride, y, y_stride, lanes, panel_size,
+      [&](const float* bx, int64_t bm, float* panel) { pack_panel(w, bx, bm, x_stride, lanes, panel); },
+      [&](const LutGemvBatch& batch) {
+        for_each_part(w, cost_before(w, w.rows) * batch.m, [&](int64_t r0, int64_t r1) { rows_fn(batch, r0, r1); });
+      });
   return KernelStatus::Ok;
 }
 

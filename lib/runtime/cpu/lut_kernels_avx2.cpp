@@ -12,18 +12,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/cpu/byte_loads.h"
 #include "runtime/cpu/lut_isa.h"
 #include "runtime/cpu/lut_simd_loops.h"
+#include "runtime/cpu/simd_avx2.h"
 
 namespace fsq::cpu {
 namespace {
-
-// Little-endian bytes p[0 .. nbytes) (nbytes <= 8) as an integer; reads nothing beyond.
-uint64_t load_bytes(const uint8_t* p, int64_t nbytes) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, static_cast<size_t>(nbytes));
-  return v;
-}
 
 int32_t load_word(const uint8_t* p) {
   int32_t v;
@@ -31,33 +26,12 @@ int32_t load_word(const uint8_t* p) {
   return v;
 }
 
-// All-ones in lanes 0 .. n-1: the mask of maskstore.
-__m256i first_lanes(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 struct Table16 {
   __m256 low, high;  // centroids 0..7 and 8..15 (3-bit: high unused)
 };
 
-struct Avx2 {
-  static constexpr int kLanes = 8;
-  using Vec = __m256;
+struct Avx2 : avx2::VecOps {
   using Table = Table16;
-
-  static Vec zero() { return _mm256_setzero_ps(); }
-  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
-  static void store_partial(float* p, Vec v, int n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
-  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
-  static float reduce_add(Vec v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
-  static float half(uint16_t h) { return _cvtsh_ss(h); }
 
   // 8 nonzeros at a time: columns widened, x gathered, values converted; the rest one by one.
   static __m256i columns(const uint16_t* c) {

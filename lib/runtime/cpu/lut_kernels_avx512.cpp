@@ -11,22 +11,14 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
+#include "runtime/cpu/byte_loads.h"
 #include "runtime/cpu/lut_isa.h"
 #include "runtime/cpu/lut_simd_loops.h"
+#include "runtime/cpu/simd_avx512.h"
 
 namespace fsq::cpu {
 namespace {
-
-// Little-endian bytes p[0 .. nbytes) (nbytes <= 8) as an integer; reads nothing beyond.
-uint64_t load_bytes(const uint8_t* p, int64_t nbytes) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, static_cast<size_t>(nbytes));
-  return v;
-}
-
-__mmask16 first_lanes(int n) { return static_cast<__mmask16>((1u << n) - 1); }
 
 // The vpshufb control that gives dword lane j (code j of 16, bits 3j .. 3j + 2 of a 48-bit
 // chunk starting at byte O) bytes O + 3j/8 and O + 3j/8 + 1, zeros above.
@@ -41,19 +33,8 @@ __m512i code_bytes_3bit() {
                            two_bytes(O + 5));
 }
 
-struct Avx512 {
-  static constexpr int kLanes = 16;
-  using Vec = __m512;
+struct Avx512 : avx512::VecOps {
   using Table = __m512;
-
-  static Vec zero() { return _mm512_setzero_ps(); }
-  static Vec load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-  static void store_partial(float* p, Vec v, int n) { _mm512_mask_storeu_ps(p, first_lanes(n), v); }
-  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
-  static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
-  static float half(uint16_t h) { return _cvtsh_ss(h); }
 
   // 16 nonzeros at a time: columns widened, x gathered, values converted; a masked tail.
   static __m512i columns(const uint16_t* c) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/lut_isa.h"
+#include "runtime/cpu/prefetch.h"
 
 #define FSQ_ALWAYS_INLINE __attribute__((always_inline))
 
@@ -29,14 +30,6 @@ constexpr int64_t kBlockOverread = 4;
 // kLutPrefetchBytes further on to be brought into L2 (prefetcht1); the hardware prefetchers
 // alone do not run far enough ahead of a row computed in tens of nanoseconds.
 constexpr int64_t kLutPrefetchBytes = 16384;
-constexpr int64_t kLutCacheLine = 64;
-
-FSQ_ALWAYS_INLINE inline void lut_prefetch_to_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
-
-FSQ_ALWAYS_INLINE inline void lut_prefetch_lines(const void* p, int64_t begin, int64_t end) {
-  for (int64_t b = (begin + kLutCacheLine - 1) & ~(kLutCacheLine - 1); b < end; b += kLutCacheLine)
-    lut_prefetch_to_l2(static_cast<const char*>(p) + b);
-}
 
 // Independent accumulators per activation row: an FMA has ~4 cycles of latency on two
 // ports, so about 8 chains should be in flight in all.
@@ -71,7 +64,7 @@ void gemv_rows_impl(const LutGemvBatch& b, const Col* col, int64_t row0, int64_t
     const int64_t avail = total_bytes - n * row_bytes;  // bytes readable from the row's start
     const bool prefetch = n + ahead_rows < w.rows;
     const uint8_t* ahead = prefetch ? row + ahead_rows * row_bytes : nullptr;
-    if (prefetch) lut_prefetch_to_l2(w.lut + (n + ahead_rows) * kLevels);
+    if (prefetch) prefetch_to_l2(w.lut + (n + ahead_rows) * kLevels);
     const typename Simd::Table table = Simd::template table<B>(w.lut + n * kLevels);
     Vec acc[M][C];
     for (int i = 0; i < M; ++i)
@@ -82,7 +75,7 @@ void gemv_rows_impl(const LutGemvBatch& b, const Col* col, int64_t row0, int64_t
       fast = avail >= kBlockOverread ? (avail - kBlockOverread) / kBlockBytes : 0;
     const float* x = b.panel;
     for (int64_t blk = 0; blk < fast; ++blk) {
-      if (prefetch) lut_prefetch_lines(ahead, blk * kBlockBytes, (blk + 1) * kBlockBytes);
+      if (prefetch) prefetch_lines(ahead, blk * kBlockBytes, (blk + 1) * kBlockBytes);
       Vec wv[8];
       Simd::template block<B>(row + blk * kBlockBytes, table, wv);
       for (int s = 0; s < 8; ++s)
@@ -90,7 +83,7 @@ void gemv_rows_impl(const LutGemvBatch& b, const Col* col, int64_t row0, int64_t
           acc[i][s % C] = Simd::fmadd(Simd::load(x + s * kPanelVector + i * kLanes), wv[s], acc[i][s % C]);
       x += 8 * kPanelVector;
     }
-    if (prefetch) lut_prefetch_lines(ahead, fast * kBlockBytes, row_bytes);
+    if (prefetch) prefetch_lines(ahead, fast * kBlockBytes, row_bytes);
     for (int64_t v = fast * 8; v < vectors; ++v) {
       const int64_t c0 = v * kLanes, byte = (c0 * B) >> 3;
       const int count = static_cast<int>(w.cols - c0 < kLanes ? w.cols - c0 : kLanes);

@@ -2,8 +2,8 @@
 // the panel the SIMD GEMVs read, and the OpenMP split over output rows.
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
+#include "runtime/cpu/gemv_batches.h"
 #include "runtime/cpu/uniform_isa.h"
 #include "runtime/cpu/uniform_kernels.h"
 
@@ -91,27 +91,14 @@ KernelStatus uniform_gemv(const UniformWeightsView& w, const float* x, int64_t m
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
   const GemvRowsFn rows_fn = gemv_rows_for(isa);
   const PanelLayout layout = panel_layout(isa, w.bits);
-  // Aligned to a cache line: the SIMD GEMVs load every panel vector once per weight row.
-  constexpr int64_t kAlignFloats = 16;
   const int64_t panel_size = layout.lanes > 0 ? panel_floats(w, std::min(m, kMaxGemvRows), layout.lanes) : 0;
-  std::vector<float> panel_buffer(static_cast<size_t>(panel_size + kAlignFloats));
-  const auto misalignment = reinterpret_cast<uintptr_t>(panel_buffer.data()) / sizeof(float) % kAlignFloats;
-  float* panel = panel_buffer.data() + (kAlignFloats - misalignment) % kAlignFloats;
-  for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
-    GemvBatch batch;
-    batch.w = &w;
-    batch.m = std::min(kMaxGemvRows, m - i0);
-    batch.x = x + i0 * x_stride;
-    batch.x_stride = x_stride;
-    batch.y = y + i0 * y_stride;
-    batch.y_stride = y_stride;
-    if (layout.lanes > 0) {
-      pack_panel(w, batch.x, batch.m, x_stride, layout, panel);
-      batch.panel = panel;
-    }
-    for_each_row_block(w.rows, w.rows * w.cols * batch.m,
-                       [&](int64_t r0, int64_t r1) { rows_fn(batch, r0, r1); });
-  }
+  for_each_gemv_batch<GemvBatch>(
+      w, x, m, x_stride, y, y_stride, layout.lanes, panel_size,
+      [&](const float* bx, int64_t bm, float* panel) { pack_panel(w, bx, bm, x_stride, layout, panel); },
+      [&](const GemvBatch& batch) {
+        for_each_row_block(w.rows, w.rows * w.cols * batch.m,
+                           [&](int64_t r0, int64_t r1) { rows_fn(batch, r0, r1); });
+      });
   return KernelStatus::Ok;
 }
 

@@ -6,7 +6,9 @@
 // or instantiate a template that baseline code may also use (std::vector, std::min, fsq
 // helpers): the linker keeps one copy of each, and if it kept the AVX-512 one, a CPU
 // without AVX-512 would crash in baseline code. They use intrinsics, memcpy, type-only
-// templates (std::integer_sequence) and their own helpers in anonymous namespaces.
+// templates (std::integer_sequence) and their own helpers: in anonymous namespaces, static
+// (byte_loads.h), or in a namespace per instruction set shared only by the files compiled
+// with its flags (simd_avx2.h, simd_avx512.h).
 #pragma once
 
 #include <cstdint>

@@ -5,32 +5,14 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
+#include "runtime/cpu/byte_loads.h"
+#include "runtime/cpu/simd_avx2.h"
 #include "runtime/cpu/uniform_isa.h"
 #include "runtime/cpu/uniform_simd_loops.h"
 
 namespace fsq::cpu {
 namespace {
-
-// Little-endian bytes p[0 .. nbytes) (nbytes <= 8) as an integer; reads nothing beyond.
-uint64_t load_bytes(const uint8_t* p, int nbytes) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, static_cast<size_t>(nbytes));
-  return v;
-}
-
-template <int kBytes>
-uint64_t load_fixed(const uint8_t* p) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, kBytes);
-  return v;
-}
-
-// All-ones in lanes 0 .. n-1: the mask of maskload/maskstore.
-__m256i first_lanes(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 // Codes c0 .. c0 + n - 1 as floats in lanes 0 .. n-1. 8-bit: widen 8 bytes. 2/3/4-bit:
 // the chunk's 8 * B bits fit one 32-bit word; broadcast it, shift lane j by j * B, mask.
@@ -49,22 +31,7 @@ __m256 codes(const uint8_t* row, int64_t c0, int n) {
   }
 }
 
-struct Avx2 {
-  static constexpr int kLanes = 8;
-  using Vec = __m256;
-
-  static Vec zero() { return _mm256_setzero_ps(); }
-  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
-  static void store_partial(float* p, Vec v, int n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
-  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
-  static float reduce_add(Vec v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
+struct Avx2 : avx2::VecOps {
 
   static void group_params(const uint16_t* scales, const uint8_t* zeros, float implicit_zero, int count,
                            float* scale, float* zero, float* offset) {

@@ -8,29 +8,14 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
+#include "runtime/cpu/byte_loads.h"
+#include "runtime/cpu/simd_avx512.h"
 #include "runtime/cpu/uniform_isa.h"
 #include "runtime/cpu/uniform_simd_loops.h"
 
 namespace fsq::cpu {
 namespace {
-
-// Little-endian bytes p[0 .. nbytes) (nbytes <= 8) as an integer; reads nothing beyond.
-uint64_t load_bytes(const uint8_t* p, int nbytes) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, static_cast<size_t>(nbytes));
-  return v;
-}
-
-template <int kBytes>
-uint64_t load_fixed(const uint8_t* p) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, kBytes);
-  return v;
-}
-
-__mmask16 first_lanes(int n) { return static_cast<__mmask16>((1u << n) - 1); }
 
 // Bit offset of lane j's code within the 32-bit word broadcast to lane j (see indices).
 template <int B>
@@ -59,17 +44,7 @@ __m512i code_indices(const uint8_t* row, int64_t c0, int n) {
   return _mm512_srlv_epi32(words, code_shifts<B>());
 }
 
-struct Avx512 {
-  static constexpr int kLanes = 16;
-  using Vec = __m512;
-
-  static Vec zero() { return _mm512_setzero_ps(); }
-  static Vec load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-  static void store_partial(float* p, Vec v, int n) { _mm512_mask_storeu_ps(p, first_lanes(n), v); }
-  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
-  static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
+struct Avx512 : avx512::VecOps {
 
   static void group_params(const uint16_t* scales, const uint8_t* zeros, float implicit_zero, int count,
                            float* scale, float* zero, float* offset) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "runtime/cpu/prefetch.h"
 #include "runtime/cpu/uniform_isa.h"
 
 // The loop bodies below are lambdas; inlined, their accumulators stay in registers.
@@ -57,18 +58,6 @@ constexpr int kGroupSets = M * kRoundVectors < 8 ? 2 : 1;
 // W4 g128 at LLaMA-7B shapes went from ~60-70% to ~90% of a read-only kernel's bandwidth,
 // W8 g64 from ~75% to ~100%; W4 g64 on SmolLM2's 576-column rows lost ~5-15%.
 constexpr int64_t kPrefetchBytes = 16384;
-constexpr int64_t kCacheLine = 64;
-
-// Inlined on purpose: GCC deems a call whose body only prefetches free of effects and
-// deletes it. Locality 2: prefetcht1, into L2.
-FSQ_ALWAYS_INLINE inline void prefetch_to_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
-
-// The lines of [p + begin, p + end) that start a cache line counted from p (lines shared
-// with the neighbouring range are left to it, or to the hardware).
-FSQ_ALWAYS_INLINE inline void prefetch_lines(const void* p, int64_t begin, int64_t end) {
-  for (int64_t b = (begin + kCacheLine - 1) & ~(kCacheLine - 1); b < end; b += kCacheLine)
-    prefetch_to_l2(static_cast<const char*>(p) + b);
-}
 
 // A compile-time int for a generic lambda (accumulator indices must be constants for the
 // accumulators to stay in registers).

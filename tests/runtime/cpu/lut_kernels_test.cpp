@@ -31,8 +31,6 @@ using cpu::KernelStatus;
 using cpu::LutColType;
 using test::GuardedOutput;
 
-constexpr int64_t kXPadding = 5;  // x row stride = cols + this (NaN-filled) gap
-constexpr int64_t kYPadding = 3;  // y row stride = rows + this (canary-filled) gap
 // Not multiples of 16 or 32 (1, 7, 37, 100, 131, 300), exactly whole blocks (128, 256: the
 // AVX-512 block is 128 codes, the AVX2 one 64) and some of both (1000).
 const int64_t kCols[] = {1, 7, 37, 100, 128, 131, 256, 300, 1000};
@@ -161,9 +159,9 @@ TEST(LutKernels, ReferenceIsDequantizeLutThenDoubleMatmul) {
   // Same float weights, same products, same double summation order: bit-equal results.
   for_each_case([](const LutWeights& w) {
     SCOPED_TRACE(w.label());
-    const int64_t m = 3, x_stride = w.m.cols + kXPadding;
+    const int64_t m = 3, x_stride = w.m.cols + test::kXPadding;
     const std::vector<float> x = test::activations(m, w.m.cols, x_stride, 5);
-    GuardedOutput y(m, w.m.rows, w.m.rows + kYPadding);
+    GuardedOutput y(m, w.m.rows, w.m.rows + test::kYPadding);
     ASSERT_EQ(cpu::lut_matmul_reference(w.view(), x.data(), m, x_stride, y.data(), y.stride()), KernelStatus::Ok);
     const std::vector<double> want = test::naive_matmul(w.dequantized(), w.m.rows, w.m.cols, x.data(), m, x_stride);
     const std::vector<float> got = y.dense();
@@ -177,14 +175,14 @@ TEST_P(LutKernelsIsa, GemvWithinRoundingBoundOfReference) {
   for_each_case([&](const LutWeights& w) {
     // m = 1 .. 9 and 17: one partial batch, a whole one, one and a bit, two and a bit.
     const int64_t max_m = 2 * cpu::kMaxGemvRows + 1, rows = w.m.rows, cols = w.m.cols;
-    const int64_t x_stride = cols + kXPadding;
+    const int64_t x_stride = cols + test::kXPadding;
     const std::vector<float> x = test::activations(max_m, cols, x_stride, 7);
     std::vector<float> ref(static_cast<size_t>(max_m * rows));
     ASSERT_EQ(cpu::lut_matmul_reference(w.view(), x.data(), max_m, x_stride, ref.data(), rows), KernelStatus::Ok);
     const std::vector<double> mag = w.magnitudes();
     for (int64_t m = 1; m <= max_m; m = m == cpu::kMaxGemvRows + 1 ? max_m : m + 1) {
       SCOPED_TRACE(w.label() + " " + cpu::cpu_isa_name(isa) + " m=" + std::to_string(m));
-      GuardedOutput y(m, rows, rows + kYPadding);
+      GuardedOutput y(m, rows, rows + test::kYPadding);
       ASSERT_EQ(cpu::lut_gemv(w.view(), x.data(), m, x_stride, y.data(), y.stride(), isa), KernelStatus::Ok);
       ASSERT_TRUE(y.guards_intact());
       for (int64_t i = 0; i < m; ++i)
@@ -237,7 +235,7 @@ TEST_P(LutKernelsIsa, ReadsNothingPastTheCodes) {
         std::memcpy(words, w.words.data(), bytes);
         cpu::LutWeightsView v = w.view();
         v.words = words;
-        const int64_t x_stride = cols + kXPadding, m = 2;
+        const int64_t x_stride = cols + test::kXPadding, m = 2;
         const std::vector<float> x = test::activations(m, cols, x_stride, 3);
         std::vector<float> y(static_cast<size_t>(m * rows)), ref(y.size()), out(static_cast<size_t>(rows * cols));
         EXPECT_EQ(cpu::lut_gemv(v, x.data(), m, x_stride, y.data(), rows, isa), KernelStatus::Ok);

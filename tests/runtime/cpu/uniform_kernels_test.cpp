@@ -17,8 +17,6 @@ using cpu::KernelStatus;
 using test::GuardedOutput;
 using test::PackedWeights;
 
-constexpr int64_t kXPadding = 5;   // x row stride = cols + this (NaN-filled) gap
-constexpr int64_t kYPadding = 3;   // y row stride = rows + this (canary-filled) gap
 const int64_t kGemvRowCounts[] = {1, 7, 129};
 
 // Each registered quant type paired with every test K its group size divides.
@@ -36,11 +34,11 @@ class UniformKernelsByBits : public ::testing::TestWithParam<int> {};
 TEST_P(UniformKernelsByBits, ReferenceIsDequantizeUniformThenDoubleMatmul) {
   // Same float weights, same products, same double summation order: bit-equal results.
   for_each_type_and_k(GetParam(), [&](const UniformQuant& q, int64_t cols) {
-    const int64_t rows = 7, m = 3, x_stride = cols + kXPadding;
+    const int64_t rows = 7, m = 3, x_stride = cols + test::kXPadding;
     const PackedWeights w(q, rows, cols, 11);
     SCOPED_TRACE(test::quant_label(q, rows, cols));
     const std::vector<float> x = test::activations(m, cols, x_stride, 5);
-    GuardedOutput y(m, rows, rows + kYPadding);
+    GuardedOutput y(m, rows, rows + test::kYPadding);
     ASSERT_EQ(cpu::uniform_matmul_reference(w.view(), x.data(), m, x_stride, y.data(), y.stride()),
               KernelStatus::Ok);
     const std::vector<double> want = test::naive_matmul(w.dequantized(), rows, cols, x.data(), m, x_stride);
@@ -54,7 +52,7 @@ TEST_P(UniformKernelsByBits, GemvMatchesReferenceOnEveryIsa) {
   for_each_type_and_k(GetParam(), [&](const UniformQuant& q, int64_t cols) {
     for (int64_t rows : kGemvRowCounts) {
       const PackedWeights w(q, rows, cols, 23);
-      const int64_t x_stride = cols + kXPadding, max_m = cpu::kMaxGemvRows;
+      const int64_t x_stride = cols + test::kXPadding, max_m = cpu::kMaxGemvRows;
       const std::vector<float> x = test::activations(max_m, cols, x_stride, 7);
       std::vector<float> ref(static_cast<size_t>(max_m * rows));
       ASSERT_EQ(cpu::uniform_matmul_reference(w.view(), x.data(), max_m, x_stride, ref.data(), rows),
@@ -62,7 +60,7 @@ TEST_P(UniformKernelsByBits, GemvMatchesReferenceOnEveryIsa) {
       for (CpuIsa isa : test::supported_isas()) {
         for (int64_t m = 1; m <= max_m; ++m) {
           SCOPED_TRACE(test::quant_label(q, rows, cols) + " " + cpu::cpu_isa_name(isa) + " m=" + std::to_string(m));
-          GuardedOutput y(m, rows, rows + kYPadding);
+          GuardedOutput y(m, rows, rows + test::kYPadding);
           ASSERT_EQ(cpu::uniform_gemv(w.view(), x.data(), m, x_stride, y.data(), y.stride(), isa), KernelStatus::Ok);
           // Over the whole [m, rows] output: a single near-zero output (rows = 1) would
           // make a per-row NMSE a relative error of one cancelling sum.
@@ -92,14 +90,14 @@ TEST_P(UniformKernelsByBits, DequantizeRowsIsBitExactOnEveryIsa) {
 
 TEST(UniformKernels, GemvTakesMoreRowsThanOneBatch) {
   // 19 rows of x: batches of 8, 8 and 3 rows, each written at its own place in y.
-  const int64_t rows = 33, cols = 576, m = 2 * cpu::kMaxGemvRows + 3, x_stride = cols + kXPadding;
+  const int64_t rows = 33, cols = 576, m = 2 * cpu::kMaxGemvRows + 3, x_stride = cols + test::kXPadding;
   const PackedWeights w(find_uniform_quant("w4g64a"), rows, cols, 37);
   const std::vector<float> x = test::activations(m, cols, x_stride, 19);
   std::vector<float> ref(static_cast<size_t>(m * rows));
   ASSERT_EQ(cpu::uniform_matmul_reference(w.view(), x.data(), m, x_stride, ref.data(), rows), KernelStatus::Ok);
   for (CpuIsa isa : test::supported_isas()) {
     SCOPED_TRACE(cpu::cpu_isa_name(isa));
-    GuardedOutput y(m, rows, rows + kYPadding);
+    GuardedOutput y(m, rows, rows + test::kYPadding);
     ASSERT_EQ(cpu::uniform_gemv(w.view(), x.data(), m, x_stride, y.data(), y.stride(), isa), KernelStatus::Ok);
     EXPECT_TRUE(test::nmse_within(y.dense().data(), ref.data(), m * rows, test::kKernelNmse));
     EXPECT_TRUE(y.guards_intact());

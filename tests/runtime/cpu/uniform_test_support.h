@@ -89,6 +89,10 @@ inline ::testing::AssertionResult nmse_within(const float* got, const float* ref
   return ::testing::AssertionFailure() << "NMSE " << nmse << " > " << limit;
 }
 
+// Row-stride gaps of the kernel tests, so that a kernel that ignores the strides fails.
+constexpr int64_t kXPadding = 5;  // x row stride = cols + this (NaN-filled) gap
+constexpr int64_t kYPadding = 3;  // y row stride = rows + this (canary-filled) gap
+
 // An output matrix [rows, cols] with row stride `stride` >= cols, surrounded by guard
 // floats, every float that is not an output element holding a canary bit pattern.
 class GuardedOutput {

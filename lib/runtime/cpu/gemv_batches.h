@@ -1,0 +1,41 @@
+// The batch loop shared by the GEMV dispatchers (uniform_gemv.cpp, lut_gemv.cpp): x is
+// taken kMaxGemvRows rows at a time and packed into one panel buffer reused by every batch.
+// Baseline code only: the SIMD kernel files must not include it (uniform_isa.h).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cpu/uniform_kernels.h"  // kMaxGemvRows
+
+namespace fsq::cpu {
+
+// For each batch of at most kMaxGemvRows rows of x (and of y): when lanes > 0, calls
+// pack(batch.x, batch.m, panel) and sets batch.panel; then calls run(batch). panel_size:
+// the floats of the largest batch's panel.
+template <typename Batch, typename Weights, typename Pack, typename Run>
+void for_each_gemv_batch(const Weights& w, const float* x, int64_t m, int64_t x_stride, float* y, int64_t y_stride,
+                         int64_t lanes, int64_t panel_size, const Pack& pack, const Run& run) {
+  // Aligned to a cache line: the SIMD GEMVs load every panel vector once per weight row.
+  constexpr int64_t kAlignFloats = 16;
+  std::vector<float> panel_buffer(static_cast<size_t>(panel_size + kAlignFloats));
+  const auto misalignment = reinterpret_cast<uintptr_t>(panel_buffer.data()) / sizeof(float) % kAlignFloats;
+  float* panel = panel_buffer.data() + (kAlignFloats - misalignment) % kAlignFloats;
+  for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
+    Batch batch;
+    batch.w = &w;
+    batch.m = std::min(kMaxGemvRows, m - i0);
+    batch.x = x + i0 * x_stride;
+    batch.x_stride = x_stride;
+    batch.y = y + i0 * y_stride;
+    batch.y_stride = y_stride;
+    if (lanes > 0) {
+      pack(batch.x, batch.m, panel);
+      batch.panel = panel;
+    }
+    run(batch);
+  }
+}
+
+}  // namespace fsq::cpu

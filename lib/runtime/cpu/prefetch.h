@@ -1,0 +1,22 @@
+// Software prefetch into L2 for the SIMD kernel loops (uniform_simd_loops.h says why they
+// need it). static: each ISA file keeps its own copy, compiled with its own flags.
+#pragma once
+
+#include <cstdint>
+
+namespace fsq::cpu {
+
+inline constexpr int64_t kCacheLine = 64;
+
+// Inlined on purpose: GCC deems a call whose body only prefetches free of effects and
+// deletes it. Locality 2: prefetcht1, into L2.
+__attribute__((always_inline)) static inline void prefetch_to_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
+
+// The lines of [p + begin, p + end) that start a cache line counted from p (lines shared
+// with the neighbouring range are left to it, or to the hardware).
+__attribute__((always_inline)) static inline void prefetch_lines(const void* p, int64_t begin, int64_t end) {
+  for (int64_t b = (begin + kCacheLine - 1) & ~(kCacheLine - 1); b < end; b += kCacheLine)
+    prefetch_to_l2(static_cast<const char*>(p) + b);
+}
+
+}  // namespace fsq::cpu
