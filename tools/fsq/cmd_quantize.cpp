@@ -90,7 +90,9 @@ Command add_quantize_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::IsMember(supported_group_sizes()));
   app->add_flag("--sym", f->symmetric, "symmetric quantization (no zero points)");
-  app->add_option("--calib-data", f->calib_data, "calibration text for awq: .txt, folder of .txt, or .jsonl with \"text\"")
+  app->add_option("--calib-data", f->calib_data,
+                  "calibration text for awq, and for squeezellm's Fisher pass when no --calib is given: .txt, "
+                  "folder of .txt, or .jsonl with \"text\"")
       ->check(CLI::ExistingPath);
   app->add_option("--calib", f->calib_file,
                   "squeezellm: calibration file with Fisher diagonals from fsq calibrate --fisher (without it, "
