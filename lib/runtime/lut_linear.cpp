@@ -12,33 +12,62 @@ namespace fsq {
 namespace {
 
 template <typename T>
-AlignedBytes aligned_copy_of(const std::vector<T>& v) {
-  return copy_aligned(std::as_bytes(std::span(v)));
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span(v));
 }
 
 }  // namespace
 
 LutLinear::LutLinear(const LutMatrix& m, std::optional<at::Tensor> bias, std::string method)
-    : bits_(m.bits), rows_(m.rows), cols_(m.cols), nnz_(m.nnz()), method_(std::move(method)),
-      isa_(cpu::selected_cpu_isa()) {
+    : bits_(m.bits), rows_(m.rows), cols_(m.cols), method_(std::move(method)), isa_(cpu::selected_cpu_isa()) {
   validate_lut_matrix(m, "LUT linear");
-  words_per_row_ = packed_words_per_row(bits_, cols_);
   const std::vector<uint32_t> words = pack_rows(m.codes, rows_, cols_, bits_);
-  words_ = aligned_copy_of(words);
-  lut_ = aligned_copy_of(m.lut);
-  packed_bytes_ = static_cast<int64_t>(words.size() * 4 + m.lut.size() * 2);
+  LutStoredBytes bytes{bytes_of(words), bytes_of(m.lut), {}, {}, {}, cpu::LutColType::U16};
+  std::vector<uint16_t> narrow_col;
   if (m.has_sparse()) {
-    row_ptr_ = aligned_copy_of(m.row_ptr);
-    val_ = aligned_copy_of(m.val);
+    bytes.row_ptr = bytes_of(m.row_ptr);
+    bytes.val = bytes_of(m.val);
     // Column indices as FORMAT.md stores them: 16 bits while they fit.
-    col_type_ = cols_ <= 65536 ? cpu::LutColType::U16 : cpu::LutColType::I32;
-    if (col_type_ == cpu::LutColType::U16) {
-      const std::vector<uint16_t> narrow(m.col.begin(), m.col.end());
-      col_ = aligned_copy_of(narrow);
+    if (cols_ <= 65536) {
+      narrow_col.assign(m.col.begin(), m.col.end());
+      bytes.col = bytes_of(narrow_col);
     } else {
-      col_ = aligned_copy_of(m.col);
+      bytes.col_type = cpu::LutColType::I32;
+      bytes.col = bytes_of(m.col);
     }
-    packed_bytes_ += (rows_ + 1) * 4 + nnz_ * (2 + (col_type_ == cpu::LutColType::U16 ? 2 : 4));
+  }
+  adopt(bytes, std::move(bias));
+}
+
+LutLinear::LutLinear(int bits, int64_t rows, int64_t cols, const LutStoredBytes& bytes, std::optional<at::Tensor> bias,
+                     std::string method)
+    : bits_(bits), rows_(rows), cols_(cols), method_(std::move(method)), isa_(cpu::selected_cpu_isa()) {
+  adopt(bytes, std::move(bias));
+}
+
+void LutLinear::adopt(const LutStoredBytes& bytes, std::optional<at::Tensor> bias) {
+  if (!lut_bits_supported(bits_) || rows_ <= 0 || cols_ <= 0)
+    throw Error(describe(), "LUT linear needs 3 or 4 bits and a positive shape");
+  words_per_row_ = packed_words_per_row(bits_, cols_);
+  const int64_t col_bytes = bytes.col_type == cpu::LutColType::U16 ? 2 : 4;
+  nnz_ = static_cast<int64_t>(bytes.val.size() / 2);
+  const bool sizes_agree =
+      static_cast<int64_t>(bytes.words.size()) == rows_ * words_per_row_ * 4 &&
+      static_cast<int64_t>(bytes.lut.size()) == rows_ * (int64_t{1} << bits_) * 2 &&
+      (bytes.row_ptr.empty() ? bytes.col.empty() && bytes.val.empty()
+                             : static_cast<int64_t>(bytes.row_ptr.size()) == (rows_ + 1) * 4 &&
+                                   static_cast<int64_t>(bytes.col.size()) == nnz_ * col_bytes &&
+                                   static_cast<int64_t>(bytes.val.size()) == nnz_ * 2);
+  if (!sizes_agree) throw Error(describe(), "stored tensor sizes do not match the shape and code width");
+  words_ = copy_aligned(bytes.words);
+  lut_ = copy_aligned(bytes.lut);
+  packed_bytes_ = static_cast<int64_t>(bytes.words.size() + bytes.lut.size());
+  if (!bytes.row_ptr.empty()) {
+    row_ptr_ = copy_aligned(bytes.row_ptr);
+    col_ = copy_aligned(bytes.col);
+    val_ = copy_aligned(bytes.val);
+    col_type_ = bytes.col_type;
+    packed_bytes_ += static_cast<int64_t>(bytes.row_ptr.size() + bytes.col.size() + bytes.val.size());
   }
   check_kernel_status(cpu::check_lut_view(weights_view()), describe());
   check_kernel_status(cpu::check_lut_sparse(weights_view()), describe());
@@ -93,7 +122,14 @@ int64_t LutLinear::weight_bytes() const { return packed_bytes_ + (bias_ ? rows_ 
 std::unique_ptr<Linear> make_lut_linear(const PackedLinear& packed) {
   std::optional<at::Tensor> bias;
   if (packed.bias) bias = tensor_from_view(*packed.bias, at::kFloat, c10::Device(c10::kCPU));
-  return std::make_unique<LutLinear>(unpack_lut_linear(packed), std::move(bias), packed.method);
+  auto span_of = [](const TensorView* v) {
+    return v ? std::span<const std::byte>(v->data, v->nbytes) : std::span<const std::byte>{};
+  };
+  LutStoredBytes bytes{span_of(packed.qweight), span_of(packed.lut), span_of(packed.sparse_row_ptr),
+                       span_of(packed.sparse_col), span_of(packed.sparse_val), cpu::LutColType::U16};
+  if (packed.sparse_col && packed.sparse_col->dtype == DType::I32) bytes.col_type = cpu::LutColType::I32;
+  return std::make_unique<LutLinear>(packed.lut_bits, packed.rows, packed.cols, bytes, std::move(bias),
+                                     packed.method);
 }
 
 }  // namespace fsq

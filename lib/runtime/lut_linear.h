@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
+#include <span>
 #include <string>
 
 #include "formats/quant/lut_quant.h"
@@ -20,11 +21,22 @@ struct PackedLinear;
 // codes, fp16 centroids, CSR part) and run through the CPU kernels of
 // runtime/cpu/lut_kernels.h: the fused LUT GEMV for up to cpu::kMaxGemvRows rows of x,
 // blocks of dequantized rows and at::mm for more (packed_forward.h).
+// The stored bytes of a LUT linear as FORMAT.md lays them out (sparse spans empty when
+// dense-only): what a packed checkpoint maps, copied once, never unpacked.
+struct LutStoredBytes {
+  std::span<const std::byte> words, lut, row_ptr, col, val;
+  cpu::LutColType col_type = cpu::LutColType::U16;
+};
+
 class LutLinear final : public Linear {
  public:
-  // Validates `matrix` (including its CSR part, once, here); bias (any floating dtype,
-  // [rows]) is kept as f32. `method` only labels describe().
+  // Validates `matrix` and packs its codes; bias (any floating dtype, [rows]) is kept as
+  // f32. `method` only labels describe().
   LutLinear(const LutMatrix& matrix, std::optional<at::Tensor> bias, std::string method);
+  // Copies stored bytes (a packed checkpoint's, whose reader checked the values); sizes and
+  // the CSR part are checked here by the kernels' own checks.
+  LutLinear(int bits, int64_t rows, int64_t cols, const LutStoredBytes& bytes, std::optional<at::Tensor> bias,
+            std::string method);
 
   at::Tensor forward(const at::Tensor& x) const override;
   int64_t in_features() const override { return cols_; }
@@ -39,6 +51,8 @@ class LutLinear final : public Linear {
   cpu::LutWeightsView weights_view() const;
 
  private:
+  void adopt(const LutStoredBytes& bytes, std::optional<at::Tensor> bias);
+
   int bits_ = 4;
   int64_t rows_ = 0, cols_ = 0, nnz_ = 0, words_per_row_ = 0;
   AlignedBytes words_, lut_, row_ptr_, col_, val_;  // the last three null when dense-only

@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
-#include <cstring>
 
 #include "common/error.h"
 #include "formats/packed_checkpoint.h"

@@ -5,7 +5,6 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <span>
