@@ -120,6 +120,24 @@ void check_values(const PackedLinear& l, const std::string& where) {
                              std::to_string(max_zero) + " for " + l.quant_type);
 }
 
+// What the int8 kernels trust (runtime/cpu/int8_kernels.h): weight codes in [-127, 127],
+// i.e. no stored byte 0 (which stands for -128), and a finite positive static scale.
+void check_w8a8_values(const PackedLinear& l, const std::string& where) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(l.qweight->data);
+  const int64_t row_bytes = packed_words_per_row(8, l.cols) * 4;
+  for (int64_t r = 0; r < l.rows; ++r)
+    for (int64_t c = 0; c < l.cols; ++c)
+      if (bytes[r * row_bytes + c] == 0)
+        throw Error(where, "tensor " + quote_name(l.qweight->name) + ": code -128 at [" + std::to_string(r) + ", " +
+                               std::to_string(c) + "]; " + l.quant_type + " codes are -127 .. 127");
+  if (!l.input_scale) return;
+  float s;
+  std::memcpy(&s, l.input_scale->data, sizeof s);
+  if (!(std::isfinite(s) && s > 0))
+    throw Error(where, "tensor " + quote_name(l.input_scale->name) + ": static activation scale " + std::to_string(s) +
+                           " is not finite and > 0");
+}
+
 // The values a LUT kernel would trust: finite centroids, and a CSR part whose row pointers
 // start at 0, never decrease and end at nnz, with columns strictly increasing and < cols
 // within each row and finite values. Checked on the mapped bytes: nothing is unpacked.
@@ -195,7 +213,10 @@ PackedLinear read_linear(const std::string& name, const json& entry, const Safet
   l.name = name;
   l.quant_type = string_member(entry, "quant_type", manifest_where, what);
   l.lut_bits = lut_bits_of(l.quant_type);
-  if (l.lut_bits == 0) {
+  l.act_quant = w8a8_mode_of(l.quant_type);
+  if (l.is_w8a8()) {
+    l.quant = kW8A8Weights;
+  } else if (l.lut_bits == 0) {
     l.quant = find_uniform_quant(l.quant_type, manifest_where + ": " + what);
   } else {
     l.quant.bits = l.lut_bits;
@@ -214,9 +235,10 @@ PackedLinear read_linear(const std::string& name, const json& entry, const Safet
   const std::string where = file.path().string();
   l.qweight = expect_tensor(file, l, kQWeightSuffix, DType::I32,
                             {l.rows, packed_words_per_row(l.quant.bits, l.cols)});
-  const std::vector<const char*> foreign = l.is_lut() ? std::vector<const char*>{kScalesSuffix, kQZerosSuffix}
-                                                      : std::vector<const char*>{kLutSuffix, kSparseRowPtrSuffix,
-                                                                                 kSparseColSuffix, kSparseValSuffix};
+  std::vector<const char*> foreign = l.is_lut() ? std::vector<const char*>{kScalesSuffix, kQZerosSuffix}
+                                                : std::vector<const char*>{kLutSuffix, kSparseRowPtrSuffix,
+                                                                           kSparseColSuffix, kSparseValSuffix};
+  if (l.act_quant != ActivationQuant::PerTensor) foreign.push_back(kInputScaleSuffix);
   for (const char* suffix : foreign)
     if (file.find(name + suffix))
       throw Error(where, "tensor " + quote_name(name + suffix) + " does not belong to a " + l.quant_type + " linear");
@@ -235,11 +257,14 @@ PackedLinear read_linear(const std::string& name, const json& entry, const Safet
   if (file.find(name + ".weight"))
     throw Error(where, "tensor " + quote_name(name + ".weight") + " is present next to quantized linear " +
                            quote_name(name));
+  if (l.act_quant == ActivationQuant::PerTensor)
+    l.input_scale = expect_tensor(file, l, kInputScaleSuffix, DType::F32, {1});
   l.bias = file.find(name + kBiasSuffix);
   if (l.is_lut())
     check_lut_values(l, where);
   else
     check_values(l, where);
+  if (l.is_w8a8()) check_w8a8_values(l, where);
   return l;
 }
 
@@ -282,7 +307,7 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
   for (const auto& [name, entry] : c.manifest_["linears"].items()) {
     c.linears_.push_back(read_linear(name, entry, *c.weights_, manifest_where));
     for (const char* suffix : {kQWeightSuffix, kScalesSuffix, kQZerosSuffix, kLutSuffix, kSparseRowPtrSuffix,
-                               kSparseColSuffix, kSparseValSuffix})
+                               kSparseColSuffix, kSparseValSuffix, kInputScaleSuffix})
       quantized_tensors.insert(name + suffix);
   }
   check_tensor_hashes(*c.weights_, c.manifest_["tensor_sha256"], manifest_where, opts.verify_sha256);
@@ -299,7 +324,8 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
 std::set<std::string> PackedCheckpoint::linear_tensor_names() const {
   std::set<std::string> names;
   for (const PackedLinear& l : linears_)
-    for (const TensorView* t : {l.qweight, l.scales, l.qzeros, l.bias, l.lut, l.sparse_row_ptr, l.sparse_col, l.sparse_val})
+    for (const TensorView* t : {l.qweight, l.scales, l.qzeros, l.bias, l.lut, l.sparse_row_ptr, l.sparse_col,
+                                l.sparse_val, l.input_scale})
       if (t != nullptr) names.insert(t->name);
   return names;
 }

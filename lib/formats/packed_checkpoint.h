@@ -14,6 +14,7 @@
 
 #include "formats/quant/lut_quant.h"
 #include "formats/quant/uniform_reference.h"
+#include "formats/quant/w8a8_quant.h"
 #include "formats/safetensors.h"
 
 namespace fsq {
@@ -34,15 +35,21 @@ inline constexpr const char* kLutSuffix = ".lut";                       // F16 [
 inline constexpr const char* kSparseRowPtrSuffix = ".sparse_row_ptr";  // I32 [rows + 1], optional
 inline constexpr const char* kSparseColSuffix = ".sparse_col";         // U16 (cols <= 65536) or I32 [nnz]
 inline constexpr const char* kSparseValSuffix = ".sparse_val";         // F16 [nnz]
+// W8A8 types ("w8a8", "w8a8static"; quant/w8a8_quant.h): .qweight and .scales as w8pcs, plus
+inline constexpr const char* kInputScaleSuffix = ".input_scale";  // F32 [1], w8a8static only
 
 // One quantized linear to write. The quant type, rows and cols come from `matrix`, or from
-// `lut` when that is set (a LUT type; `matrix` is then ignored).
+// `lut` when that is set (a LUT type; `matrix` is then ignored). With `act_quant` set,
+// `matrix` must be kW8A8Weights and the type is "w8a8" / "w8a8static" (input_scale: the
+// static activation scale, finite and > 0, PerTensor only).
 struct QuantizedLinearToWrite {
   std::string name;        // base name, without ".weight"
   QuantizedMatrix matrix;  // canonical codes/scales/zeros (validated, then bit-packed)
   std::string method;      // the pass that produced it: "rtn", "awq", ...
   nlohmann::json options = nlohmann::json::object();  // the pass's options, stored verbatim
   std::optional<LutMatrix> lut;
+  ActivationQuant act_quant = ActivationQuant::None;
+  float input_scale = 0.0f;
 
   std::string quant_type() const;  // registry name: "w4g128a", "lut4", ...
 };
@@ -87,8 +94,12 @@ struct PackedLinear {
   const TensorView* sparse_row_ptr = nullptr;
   const TensorView* sparse_col = nullptr;
   const TensorView* sparse_val = nullptr;
+  // W8A8 types: how activations are quantized, and the static scale (w8a8static only).
+  ActivationQuant act_quant = ActivationQuant::None;
+  const TensorView* input_scale = nullptr;
 
   bool is_lut() const { return lut_bits != 0; }
+  bool is_w8a8() const { return act_quant != ActivationQuant::None; }
 };
 
 struct PackedOpenOptions {

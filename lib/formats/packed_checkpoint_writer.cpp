@@ -1,6 +1,7 @@
 // write_packed_checkpoint: validates the input, bit-packs the codes, hashes every tensor,
 // and writes the directory into a staging folder that is renamed into place at the end.
 #include <bit>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <set>
@@ -32,6 +33,16 @@ std::span<const std::byte> bytes_of(const std::vector<T>& v) {
   return std::as_bytes(std::span<const T>(v));
 }
 
+void check_activation_quant(const QuantizedLinearToWrite& l, const std::string& where) {
+  if (l.act_quant == ActivationQuant::None) return;
+  const UniformQuant& q = l.matrix.quant;
+  if (l.lut || q.bits != kW8A8Weights.bits || q.group_size != kW8A8Weights.group_size ||
+      q.symmetric != kW8A8Weights.symmetric)
+    throw Error(where, "a W8A8 linear needs 8-bit per-channel symmetric weights (w8pcs)");
+  if (l.act_quant == ActivationQuant::PerTensor && !(std::isfinite(l.input_scale) && l.input_scale > 0))
+    throw Error(where, "static activation scale must be finite and > 0, got " + std::to_string(l.input_scale));
+}
+
 void check_input(const PackedCheckpointToWrite& c, const std::string& where) {
   if (!c.source_config.is_object()) throw Error(where, "source config must be a JSON object");
   std::error_code ec;
@@ -48,8 +59,9 @@ void check_input(const PackedCheckpointToWrite& c, const std::string& where) {
       validate_lut_matrix(*l.lut, where + ": " + what);
     else
       validate_quantized_matrix(l.matrix, where + ": " + what);
+    check_activation_quant(l, where + ": " + what);
     for (const char* suffix : {".weight", kScalesSuffix, kQZerosSuffix, kLutSuffix, kSparseRowPtrSuffix,
-                               kSparseColSuffix, kSparseValSuffix})
+                               kSparseColSuffix, kSparseValSuffix, kInputScaleSuffix})
       reserved.insert(l.name + suffix);
   }
   for (const TensorToWrite& t : c.dense)
@@ -89,6 +101,9 @@ TensorSet build_tensors(const PackedCheckpointToWrite& c) {
     set.tensors.push_back({l.name + kScalesSuffix, DType::F16, {m.rows, m.groups()}, bytes_of(m.scales)});
     if (!m.quant.symmetric)
       set.tensors.push_back({l.name + kQZerosSuffix, DType::U8, {m.rows, m.groups()}, bytes_of(m.zeros)});
+    if (l.act_quant == ActivationQuant::PerTensor)
+      set.tensors.push_back({l.name + kInputScaleSuffix, DType::F32, {1},
+                             std::as_bytes(std::span<const float>(&l.input_scale, 1))});
   }
   return set;
 }
@@ -134,7 +149,9 @@ void copy_source_files(const fs::path& from, const fs::path& to) {
 }  // namespace
 
 std::string QuantizedLinearToWrite::quant_type() const {
-  return lut ? lut_quant_name(lut->bits) : uniform_quant_name(matrix.quant);
+  if (lut) return lut_quant_name(lut->bits);
+  if (act_quant != ActivationQuant::None) return w8a8_quant_name(act_quant);
+  return uniform_quant_name(matrix.quant);
 }
 
 const std::vector<std::string>& packed_copied_source_files() {

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "common/error.h"
-#include "quantize/awq_fold.h"
+#include "quantize/group_fold.h"
 #include "quantize/layer_values.h"
 #include "quantize/fake_quant.h"
 #include "runtime/model.h"
@@ -57,30 +57,22 @@ BlockForward block_forward(const DecoderLayer& layer, const LinearGroup& group, 
   };
 }
 
-at::Tensor& norm_of(DecoderLayer& layer, const ArchSpec& arch, const std::string& pattern) {
-  if (pattern == arch.input_norm.hf) return layer.input_norm;
-  if (pattern == arch.post_attn_norm.hf) return layer.post_attn_norm;
-  throw Error("awq", "no layer norm matches " + quote_name(pattern));
-}
-
 }  // namespace
 
-nlohmann::json AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const {
+PassResult AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const {
   at::NoGradGuard no_grad;
-  nlohmann::json report = nlohmann::json::object();
+  PassResult result;
+  nlohmann::json& report = result.report;
   std::map<std::string, at::Tensor> scaled_inputs;  // group -> [tokens, in] after folding
 
   // 1. Scale search per group on the fp layer, then fold (the fp function is unchanged).
   for (const LinearGroup& group : ctx.arch.groups) {
     const at::Tensor& x = acts.groups.at(group.name);
     at::Tensor x2 = flat(x);
-    const bool has_norm = !group.norm.empty();
-    bool can_fold = has_norm;
-    if (!has_norm && !group.producer.empty())
-      can_fold = dense(layer, group.producer).weight().size(0) == x.size(-1);  // o_proj under GQA: no
-    if (!can_fold) {
+    const std::string blocker = group_fold_blocker(layer, group, x.size(-1), "awq");
+    if (!blocker.empty()) {
       scaled_inputs[group.name] = x2;
-      report[group.name] = {{"scaled", false}, {"reason", "no norm or one-to-one producer to fold scales into"}};
+      report[group.name] = {{"scaled", false}, {"reason", blocker}};
       continue;
     }
     std::vector<at::Tensor> weights;
@@ -90,16 +82,7 @@ nlohmann::json AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, c
     ScaleSearchResult found =
         awq_search_scales(x2, weights, q, block_forward(layer, group, xs, ctx), options_.scale);
     const at::Tensor& s = found.scales;
-    for (size_t j = 0; j < group.roles.size(); ++j)
-      set_linear(layer, group.roles[j], scale_input_columns(weights[j], s), dense(layer, group.roles[j]).bias());
-    if (has_norm) {
-      at::Tensor& norm = norm_of(layer, ctx.arch, group.norm);
-      norm = fold_scales_into_norm(norm, s);
-    } else {
-      const DenseLinear& producer = dense(layer, group.producer);
-      LinearWeights folded = fold_scales_into_output_rows(producer.weight(), producer.bias(), s);
-      set_linear(layer, group.producer, folded.weight, folded.bias);
-    }
+    fold_group_scales(layer, ctx.arch, group, s, "awq");
     scaled_inputs[group.name] = x2 / s;
     double best_loss = found.table.front().loss;
     for (const AlphaLoss& entry : found.table)
@@ -123,7 +106,7 @@ nlohmann::json AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, c
       }
     }
   }
-  return report;
+  return result;
 }
 
 }  // namespace fsq

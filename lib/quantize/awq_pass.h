@@ -15,7 +15,7 @@ namespace fsq {
 class AwqPass final : public QuantPass {
  public:
   explicit AwqPass(AwqOptions options = {}) : options_(options) {}
-  nlohmann::json run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const override;
+  PassResult run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const override;
 
  private:
   AwqOptions options_;

@@ -10,12 +10,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "formats/quant/uniform_quant.h"
+#include "formats/quant/w8a8_quant.h"
 
 namespace fsq {
 
@@ -44,21 +46,37 @@ struct PassContext {
   UniformQuant quant_for(int64_t cols) const;
 };
 
+struct PassResult {
+  nlohmann::json report = nlohmann::json::object();  // what the pass chose
+  // Passes that quantize activations statically: the largest |input| each linear (by role)
+  // will see, measured on the calibration set after the pass's rewrite.
+  std::map<std::string, float> input_absmax;
+};
+
 class QuantPass {
  public:
   virtual ~QuantPass() = default;
-  // Rewrites `layer` in place (or not); returns a JSON report of what it chose.
-  virtual nlohmann::json run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const = 0;
+  // Rewrites `layer` in place (or not).
+  virtual PassResult run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const = 0;
+};
+
+// Options of the passes that have any (the CLI's --alpha, --act-quant).
+struct PassOptions {
+  std::optional<double> smooth_alpha = 0.5;  // SmoothQuant's alpha; nullopt: searched per group
+  ActivationQuant act_quant = ActivationQuant::PerToken;
 };
 
 struct PassInfo {
   std::string name;
   std::string description;
   bool needs_calibration = false;  // runs calibration windows through the layers
-  std::function<std::unique_ptr<QuantPass>()> make;
+  std::function<std::unique_ptr<QuantPass>(const PassOptions&)> make;
   // Writes LUT types (SqueezeLLM): the pipeline quantizes with quantize_layer_lut from the
   // Fisher diagonals of a calibration file instead of uniform groups.
   bool lookup_table = false;
+  // Writes W8A8 types (SmoothQuant): every linear gets kW8A8Weights whatever --bits says, and
+  // its activations are quantized to int8 at run time.
+  bool int8_activations = false;
 };
 
 const std::vector<PassInfo>& quant_passes();

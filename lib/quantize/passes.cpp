@@ -2,6 +2,7 @@
 #include "formats/quant/quant_types.h"
 #include "quantize/awq_pass.h"
 #include "quantize/pass.h"
+#include "quantize/smoothquant_pass.h"
 
 namespace fsq {
 namespace {
@@ -10,9 +11,7 @@ namespace {
 // Also the (empty) pass of SqueezeLLM, whose work is in the pipeline's LUT quantization.
 class RtnPass final : public QuantPass {
  public:
-  nlohmann::json run(DecoderLayer&, const LayerActivations&, const PassContext&) const override {
-    return nlohmann::json::object();
-  }
+  PassResult run(DecoderLayer&, const LayerActivations&, const PassContext&) const override { return {}; }
 };
 
 }  // namespace
@@ -22,12 +21,21 @@ UniformQuant PassContext::quant_for(int64_t cols) const { return quant_for_colum
 const std::vector<PassInfo>& quant_passes() {
   static const std::vector<PassInfo> passes = {
       {"rtn", "round-to-nearest group quantization (data-free baseline)", false,
-       [] { return std::make_unique<RtnPass>(); }, false},
+       [](const PassOptions&) { return std::make_unique<RtnPass>(); }, false},
       {"awq", "activation-aware scale search per linear group, scale folding, clip search (Lin et al. 2023)", true,
-       [] { return std::make_unique<AwqPass>(); }, false},
+       [](const PassOptions&) { return std::make_unique<AwqPass>(); }, false},
       {"squeezellm",
        "Fisher-weighted per-row k-means lookup tables (3/4 bits) with dense-and-sparse outliers (Kim et al. 2023)",
-       false, [] { return std::make_unique<RtnPass>(); }, true},
+       false, [](const PassOptions&) { return std::make_unique<RtnPass>(); }, true},
+      {"smoothquant",
+       "W8A8: activation outliers smoothed into the weights (alpha), int8 weights per channel and int8 "
+       "activations per token or per tensor (Xiao et al. 2023)",
+       true, [](const PassOptions& o) { return std::make_unique<SmoothQuantPass>(o.smooth_alpha, o.act_quant); },
+       false, true},
+      {"w8a8", "naive W8A8 (no smoothing): int8 weights per channel, int8 activations per token or per tensor",
+       true,
+       [](const PassOptions& o) { return std::make_unique<SmoothQuantPass>(std::nullopt, o.act_quant, false); },
+       false, true},
   };
   return passes;
 }

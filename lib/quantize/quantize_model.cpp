@@ -25,6 +25,7 @@
 #include "quantize/layer_values.h"
 #include "quantize/layer_store.h"
 #include "quantize/pass.h"
+#include "quantize/smoothquant.h"
 #include "quantize/squeezellm_layer.h"
 #include "runtime/eval/speed.h"
 #include "runtime/torch_bridge.h"
@@ -126,7 +127,7 @@ std::vector<std::byte> encode(const std::vector<float>& v, DType dtype, const st
 // from here, so what a checkpoint says it was made with is what decided its bytes. Threads
 // count: LibTorch's reductions split by thread, which moved the recorded AWQ losses (1 vs 2
 // threads on stories260K) and can move a near-tie of the search.
-nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_table) {
+nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_table, bool int8_activations) {
   nlohmann::json options = {{"method", cfg.method},
                             {"batch_size", cfg.batch_size},
                             {"compute_dtype", scalar_type_name(cfg.runtime.compute_dtype)},
@@ -141,6 +142,14 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"weighted", cfg.lut.weighted},
                     {"max_iterations", cfg.lut.max_iterations},
                     {"tolerance", cfg.lut.tolerance}});
+  } else if (int8_activations) {
+    const PassOptions& p = cfg.pass_options;
+    options.update({{"quant_type", w8a8_quant_name(p.act_quant)},
+                    {"act_quant", activation_quant_label(p.act_quant)},
+                    {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
+                    {"search_tokens", cfg.search_tokens}});
+    if (cfg.method == "smoothquant")
+      options["alpha"] = p.smooth_alpha ? nlohmann::json(*p.smooth_alpha) : nlohmann::json("auto");
   } else {
     options.update({{"quant_type", uniform_quant_name(cfg.quant)},
                     {"bits", cfg.quant.bits},
@@ -150,6 +159,20 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"search_tokens", cfg.search_tokens}});
   }
   return options;
+}
+
+// StoredLayer::vectors key suffix of a linear's largest calibration |input| (W8A8 passes).
+constexpr const char* kInputAbsmaxKey = ".input_absmax";
+
+// A W8A8 linear: its activation quantization and, static, the scale from calibration.
+void set_activation_quant(QuantizedLinearToWrite& linear, ActivationQuant mode, const StoredLayer& stored,
+                          const std::string& role) {
+  linear.act_quant = mode;
+  if (mode != ActivationQuant::PerTensor) return;
+  const auto it = stored.vectors.find(role + kInputAbsmaxKey);
+  if (it == stored.vectors.end() || it->second.size() != 1)
+    throw Error(linear.name, "the pass recorded no input range for a static activation scale");
+  linear.input_scale = static_activation_scale(it->second[0]);
 }
 
 // SqueezeLLM needs Fisher diagonals unless it runs unweighted without the sensitive part.
@@ -194,8 +217,13 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   if (is_gguf_path(cfg.model))
     throw Error("--model", "quantize reads Hugging Face checkpoint folders; convert the GGUF first: fsq convert --from gguf " +
                                cfg.model.string() + " --out DIR");
-  validate_uniform_quant(cfg.quant, "--bits/--group-size");
   const PassInfo& pass_info = find_quant_pass(cfg.method);
+  const bool int8_activations = pass_info.int8_activations;
+  // The weights' type: SmoothQuant's are always int8 per channel, whatever --bits says.
+  const UniformQuant quant = int8_activations ? kW8A8Weights : cfg.quant;
+  validate_uniform_quant(quant, "--bits/--group-size");
+  if (int8_activations && cfg.pass_options.act_quant == ActivationQuant::None)
+    throw Error("--act-quant", "--method " + cfg.method + " quantizes activations: use per-token or per-tensor");
   if (pass_info.needs_calibration && !cfg.calib_data)
     throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)");
   const bool lut = pass_info.lookup_table;
@@ -224,7 +252,8 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
 
   QuantizeSummary summary;
   summary.dry_run = cfg.dry_run;
-  summary.shape = {cfg.method, pass_info.needs_calibration, cfg.quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
+  summary.shape = {cfg.method, pass_info.needs_calibration, quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
+  if (int8_activations) summary.shape.act_quant = cfg.pass_options.act_quant;
   std::optional<CalibrationFile> fisher;
   if (use_fisher && cfg.calib_file) fisher = open_fisher_calibration(*cfg.calib_file, ckpt);
   if (lut) {
@@ -239,7 +268,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     }
   }
   summary.plan = plan_quantize(ckpt, summary.shape);
-  log(summary.plan.to_text(summary.shape) + (lut ? "" : group_fallbacks(ckpt, linear_names, cfg.quant)));
+  log(summary.plan.to_text(summary.shape) + (lut ? "" : group_fallbacks(ckpt, linear_names, quant)));
   const int64_t limit = cfg.max_memory > 0 ? cfg.max_memory : physical_memory_bytes();
   if (limit > 0 && summary.plan.peak() > limit)
     throw Error("--max-memory", "the predicted peak memory exceeds the limit; use fewer --samples, a shorter --seq-len "
@@ -259,7 +288,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
                                     {"seed", cfg.draw.seed}}}};
   }
 
-  const nlohmann::json run_options = byte_changing_options(cfg, lut);
+  const nlohmann::json run_options = byte_changing_options(cfg, lut, int8_activations);
   nlohmann::json fingerprint = run_options;
   fingerprint.update({{"source_sha256", ckpt.weights_sha256()}, {"calibration", calibration},
                       {"producer", cfg.producer}, {"format_version", kPackedFormatVersion}});
@@ -283,7 +312,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   auto shell = LlamaModel::load(ckpt, cfg.runtime, /*with_layers=*/false);
   // Calibration windows run at positions [0, seq_len); data-free passes run no forward.
   const RopeTables rope = shell->rope(pass_info.needs_calibration ? cfg.draw.seq_len : 0);
-  const auto pass = pass_info.make();
+  const auto pass = pass_info.make(cfg.pass_options);
   at::Tensor hidden;
   if (pass_info.needs_calibration) {
     at::NoGradGuard no_grad;
@@ -326,9 +355,10 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       }
       LayerRun run;
       if (pass_info.needs_calibration) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
-      PassContext ctx{mc, arch, rope, i, cfg.quant, cfg.batch_size, cfg.search_tokens};
-      nlohmann::json report = pass->run(layer, run.acts, ctx);
-      const StoredLayer stored = quantize_layer(layer, arch, cfg.quant, report);
+      PassContext ctx{mc, arch, rope, i, quant, cfg.batch_size, cfg.search_tokens};
+      PassResult result = pass->run(layer, run.acts, ctx);
+      StoredLayer stored = quantize_layer(layer, arch, quant, result.report);
+      for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
       store.save(i, stored);
       count_saved_layer();
       if (pass_info.needs_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
@@ -372,7 +402,9 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     for (auto& [role, matrix] : stored.linears) {
       const std::string base = layer_name(arch.linear(role).pattern, i);
       add_bias(role, base);
-      packed.linears.push_back({base, std::move(matrix), cfg.method, options, std::nullopt});
+      QuantizedLinearToWrite linear{base, std::move(matrix), cfg.method, options, std::nullopt};
+      if (int8_activations) set_activation_quant(linear, cfg.pass_options.act_quant, stored, role);
+      packed.linears.push_back(std::move(linear));
     }
     for (auto& [role, matrix] : stored.lut_linears) {
       const std::string base = layer_name(arch.linear(role).pattern, i);

@@ -12,6 +12,7 @@
 
 #include "calib/dataset.h"
 #include "formats/quant/uniform_quant.h"
+#include "quantize/pass.h"
 #include "quantize/quantize_plan.h"
 #include "quantize/squeezellm/lut_quantizer.h"
 #include "runtime/model.h"
@@ -28,6 +29,9 @@ struct QuantizeConfig {
   // calibrate --fisher); without one, run_quantize runs the Fisher pass itself on calib_data.
   std::optional<std::filesystem::path> calib_file;
   squeezellm::LutOptions lut;  // lut.bits is taken from quant.bits
+  // SmoothQuant's alpha and activation quantization (--method smoothquant, which ignores
+  // `quant`: its weights are always kW8A8Weights).
+  PassOptions pass_options;
   WindowDraw draw;
   int64_t batch_size = 8;   // windows per fp layer forward and per block forward in searches
   // Which activations calibrate layer i + 1: the fp model's (AutoAWQ's choice) or those of

@@ -91,7 +91,9 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
 }
 
 std::string QuantizeShape::quant_name() const {
-  return lut_bits != 0 ? lut_quant_name(lut_bits) : uniform_quant_name(quant);
+  if (lut_bits != 0) return lut_quant_name(lut_bits);
+  if (act_quant != ActivationQuant::None) return w8a8_quant_name(act_quant);
+  return uniform_quant_name(quant);
 }
 
 int64_t QuantizePlan::not_quantized_bytes() const {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/quant/uniform_quant.h"
+#include "formats/quant/w8a8_quant.h"
 
 namespace fsq {
 
@@ -27,12 +28,13 @@ struct QuantizeShape {
   // LUT methods (SqueezeLLM): code bits (0: a uniform method), the expected share of weights
   // in the sparse part, and the calibration file mapped for its Fisher diagonals.
   int lut_bits = 0;
+  ActivationQuant act_quant = ActivationQuant::None;  // W8A8 types (quant is then kW8A8Weights)
   double sparse_fraction = 0;
   int64_t fisher_file_bytes = 0;
   // Predicted peak of the Fisher pass when quantize runs it first (0: it does not).
   int64_t fisher_pass_bytes = 0;
 
-  std::string quant_name() const;  // "w4g128a" or "lut4"
+  std::string quant_name() const;  // "w4g128a", "lut4" or "w8a8"
 };
 
 struct QuantizePlan {

@@ -14,6 +14,8 @@ struct FreeDeleter {
 };
 using AlignedBytes = std::unique_ptr<std::byte[], FreeDeleter>;
 
+// `size` uninitialized bytes, 64-byte aligned (at least one cache line, even when 0).
+AlignedBytes allocate_aligned(size_t size);
 // A 64-byte aligned copy of `bytes` (at least one cache line, even when empty).
 AlignedBytes copy_aligned(std::span<const std::byte> bytes);
 

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/tensor_inventory.h"
+#include "runtime/int8_linear.h"
 #include "runtime/lut_linear.h"
 #include "runtime/quant_linear.h"
 #include "runtime/torch_bridge.h"
@@ -53,6 +54,7 @@ class Loader {
         throw Error(packed_->dir().string(), "packed linear " + quote_name(base) + " has shape " + show({p->rows, p->cols}) +
                                                  ", config.json implies " + show({out, in}));
       count_ += out * in;
+      if (p->is_w8a8()) return make_int8_linear(*p);
       return p->is_lut() ? make_lut_linear(*p) : make_quant_linear(*p);
     }
     at::Tensor w = get(base + ".weight", {out, in});

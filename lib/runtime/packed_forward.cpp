@@ -41,7 +41,9 @@ at::Tensor packed_forward(const at::Tensor& x, int64_t rows, int64_t cols, const
   const at::Tensor x2d = x.reshape({-1, cols}).to(at::kFloat).contiguous();
   const int64_t m = x2d.size(0);
   at::Tensor y = at::empty({m, rows}, x2d.options());
-  if (m <= cpu::kMaxGemvRows)
+  if (kernels.matmul)
+    check_kernel_status(kernels.matmul(x2d.data_ptr<float>(), m, y.data_ptr<float>()), where);
+  else if (m <= cpu::kMaxGemvRows)
     check_kernel_status(kernels.gemv(x2d.data_ptr<float>(), m, y.data_ptr<float>()), where);
   else
     blocked_matmul(x2d, y, rows, cols, kernels, where);

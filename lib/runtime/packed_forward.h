@@ -20,6 +20,9 @@ struct PackedKernels {
   std::function<cpu::KernelStatus(const float* x, int64_t m, float* y)> gemv;
   // out [nrows, cols] = W'[row0, row0 + nrows).
   std::function<cpu::KernelStatus(int64_t row0, int64_t nrows, float* out)> dequantize_rows;
+  // When set: y [m, rows] = x [m, cols] W'^T for every m (the W8A8 kernels, which quantize
+  // x themselves); gemv and dequantize_rows are then unused.
+  std::function<cpu::KernelStatus(const float* x, int64_t m, float* y)> matmul;
 };
 
 // x [..., cols] floating on the CPU (computed in f32) -> [..., rows]. `where` names the

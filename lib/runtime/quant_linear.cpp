@@ -75,7 +75,8 @@ at::Tensor QuantLinear::forward(const at::Tensor& x) const {
   const cpu::UniformWeightsView view = weights_view();
   const PackedKernels kernels{
       [&](const float* in, int64_t m, float* y) { return cpu::uniform_gemv(view, in, m, cols_, y, rows_, isa_); },
-      [&](int64_t row0, int64_t n, float* out) { return cpu::uniform_dequantize_rows(view, row0, n, out, isa_); }};
+      [&](int64_t row0, int64_t n, float* out) { return cpu::uniform_dequantize_rows(view, row0, n, out, isa_); },
+      {}};
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 

@@ -26,6 +26,7 @@ constexpr int64_t kRows = 4, kCols = 64;
 const std::string kAsym = "model.layers.0.mlp.up_proj";   // w4g32a: scales/qzeros [4, 2]
 const std::string kSym = "model.layers.0.mlp.down_proj";  // w3g32s: scales [4, 2]
 const std::string kLut = "model.layers.0.mlp.gate_proj";  // lut4: lut [4, 16], 4 sparse values
+const std::string kW8 = "model.layers.0.self_attn.o_proj";  // w8a8static: w8pcs + input_scale [1]
 
 struct RawTensor {
   DType dtype;
@@ -78,6 +79,9 @@ struct RawCheckpoint {
     c.add_linear(kAsym, "w4g32a", 1);
     c.add_linear(kSym, "w3g32s", 2);
     c.add_lut_linear(kLut);
+    c.add_linear(kW8, "w8pcs", 3);
+    c.manifest["linears"][kW8]["quant_type"] = "w8a8static";
+    c.tensors[kW8 + ".input_scale"] = {DType::F32, {1}, test::to_bytes(std::vector<float>{0.05f})};
     c.tensors["model.norm.weight"] = {DType::F32, {kCols}, test::to_bytes(std::vector<float>(kCols, 1.0f))};
     return c;
   }
@@ -212,6 +216,19 @@ const std::vector<MalformedCase>& cases() {
       {"SparseValueNotFinite",
        [](RawCheckpoint& c) { put<uint16_t>(c.tensors[kLut + ".sparse_val"], 1, 0xFC00); }, no_op, no_file_op,
        "model.safetensors", "value 1 is not finite"},
+      {"W8A8CodeMinus128",  // byte 0 of the row stands for -128, outside the int8 kernels' range
+       [](RawCheckpoint& c) { c.tensors[kW8 + ".qweight"].bytes[kCols + 7] = std::byte{0}; }, no_op, no_file_op,
+       "model.safetensors", "code -128 at [1, 7]; w8a8static codes are -127 .. 127"},
+      {"W8A8StaticScaleMissing", [](RawCheckpoint& c) { c.tensors.erase(kW8 + ".input_scale"); }, no_op, no_file_op,
+       "model.safetensors", "'" + kW8 + ".input_scale' is missing"},
+      {"W8A8StaticScaleNotPositive", [](RawCheckpoint& c) { put<float>(c.tensors[kW8 + ".input_scale"], 0, -1.0f); },
+       no_op, no_file_op, "model.safetensors", "static activation scale -1.000000 is not finite and > 0"},
+      {"InputScaleOnPerTokenType",
+       [](RawCheckpoint& c) { c.manifest["linears"][kW8]["quant_type"] = "w8a8"; }, no_op, no_file_op,
+       "model.safetensors", "'" + kW8 + ".input_scale' does not belong to a w8a8 linear"},
+      {"InputScaleOnWeightOnlyType",
+       [](RawCheckpoint& c) { c.tensors[kSym + ".input_scale"] = c.tensors[kW8 + ".input_scale"]; }, no_op,
+       no_file_op, "model.safetensors", "'" + kSym + ".input_scale' does not belong to a w3g32s linear"},
       {"TruncatedSafetensors", no_op, no_op,
        [](const fs::path& d) {
          fs::resize_file(d / "model.safetensors", fs::file_size(d / "model.safetensors") - 10);
@@ -227,7 +244,11 @@ TEST(PackedMalformedBaseline, ValidDirectoryOpens) {
   c.hash_tensors();
   c.write(tmp.path());
   const PackedCheckpoint p = PackedCheckpoint::open(tmp.path());
-  EXPECT_EQ(p.linears().size(), 3u);
+  ASSERT_EQ(p.linears().size(), 4u);
+  const PackedLinear* w8 = p.find_linear(kW8);
+  ASSERT_NE(w8, nullptr);
+  EXPECT_EQ(w8->act_quant, ActivationQuant::PerTensor);
+  ASSERT_NE(w8->input_scale, nullptr);
   ASSERT_EQ(p.dense_tensors().size(), 1u);
   EXPECT_EQ(p.dense_tensors()[0]->name, "model.norm.weight");
 }

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "common/error.h"
@@ -312,6 +314,46 @@ TEST_F(PackedCheckpointTest, InvalidInputLeavesNothingBehind) {
   PackedCheckpointToWrite no_tokenizer = src.ckpt;
   no_tokenizer.tokenizer_dir = tmp / "no-such-folder";
   expect_rejected(no_tokenizer, "tokenizer source folder not found");
+}
+
+// W8A8 linears: w8pcs storage, the activation quantization in the type name, the static
+// scale as its own tensor; the writer refuses other weights or a bad static scale.
+TEST_F(PackedCheckpointTest, W8A8LinearsRoundTripWithTheirActivationQuantization) {
+  constexpr float kStaticScale = 0.0375f;
+  const QuantizedMatrix w8 = test::quantized(kHidden, kHidden, kW8A8Weights, 7);
+  src.ckpt.linears.push_back({std::string(kLayer) + "mlp.up_proj", w8, "smoothquant", json::object(), std::nullopt,
+                              ActivationQuant::PerToken, 0.0f});
+  src.ckpt.linears.push_back({std::string(kLayer) + "mlp.down_proj", w8, "smoothquant", json::object(), std::nullopt,
+                              ActivationQuant::PerTensor, kStaticScale});
+  write_packed_checkpoint(src.ckpt, out);
+  const PackedCheckpoint p = PackedCheckpoint::open(out);
+  const PackedLinear* token = p.find_linear(std::string(kLayer) + "mlp.up_proj");
+  const PackedLinear* tensor = p.find_linear(std::string(kLayer) + "mlp.down_proj");
+  ASSERT_NE(token, nullptr);
+  ASSERT_NE(tensor, nullptr);
+  EXPECT_EQ(token->quant_type, "w8a8");
+  EXPECT_EQ(token->act_quant, ActivationQuant::PerToken);
+  EXPECT_EQ(token->input_scale, nullptr);
+  EXPECT_EQ(tensor->quant_type, "w8a8static");
+  ASSERT_NE(tensor->input_scale, nullptr);
+  float stored = 0;
+  std::memcpy(&stored, tensor->input_scale->data, sizeof stored);
+  EXPECT_EQ(stored, kStaticScale);
+  const QuantizedMatrix back = unpack_linear(*tensor);
+  EXPECT_EQ(back.codes, w8.codes);
+  EXPECT_EQ(back.scales, w8.scales);
+  EXPECT_TRUE(p.linear_tensor_names().count(std::string(kLayer) + "mlp.down_proj.input_scale"));
+  const std::vector<std::string> types = read_json_file(out / "config.json")["quantization_config"]["quant_types"];
+  EXPECT_NE(std::find(types.begin(), types.end(), "w8a8static"), types.end());
+
+  fs::remove_all(out);
+  PackedCheckpointToWrite not_int8 = src.ckpt;
+  not_int8.linears.back().matrix = src.ckpt.linears.front().matrix;  // w4g32a
+  EXPECT_THROW(write_packed_checkpoint(not_int8, out), Error);
+  PackedCheckpointToWrite bad_scale = src.ckpt;
+  bad_scale.linears.back().input_scale = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(write_packed_checkpoint(bad_scale, out), Error);
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST_F(PackedCheckpointTest, HashCheckCanBeSkipped) {

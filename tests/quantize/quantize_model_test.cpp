@@ -8,68 +8,18 @@
 #include "common/error.h"
 #include "formats/checkpoint.h"
 #include "formats/packed_checkpoint.h"
-#include "fixtures.h"
 #include "folder_digest.h"
+#include "pipeline_fixture.h"
 #include "quantize/quantize_model.h"
 #include "runtime/threads.h"
-#include "temp_dir.h"
-#include "tiny_model.h"
 
 namespace fsq {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Fixture {
-  fs::path dir, model;
-  explicit Fixture(const std::string& name, int64_t intermediate = 96, bool tokenizer = false) {
-    dir = testing::make_temp_dir("fsq-qpipe-" + name);
-    model = dir / "model";
-    testing::TinyModelSpec spec;
-    spec.hidden = 64;
-    spec.intermediate = intermediate;
-    spec.layers = 3;
-    spec.vocab = 512;  // stories260K's tokenizer, for calibrated runs
-    spec.max_positions = 256;
-    testing::write_tiny_model(model, spec);
-    if (tokenizer) {
-      const fs::path stories = testing::stories260k_dir();
-      for (const char* f : {"tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"})
-        fs::copy_file(stories / f, model / f);
-      std::ofstream(dir / "calib.txt")
-          << "Once upon a time there was a little girl named Lily. She liked to play in the park with her dog. "
-             "One day she found a big red ball under a tree and ran home to show her mom. Her mom smiled and "
-             "said they could play together after lunch. Lily was very happy and hugged her mom tight.";
-    }
-  }
-  ~Fixture() { fs::remove_all(dir); }
-  QuantizeConfig config(const std::string& out, const std::string& method = "rtn") const {
-    QuantizeConfig c;
-    c.model = model;
-    c.out = dir / out;
-    c.method = method;
-    c.quant = UniformQuant{4, 32, false};
-    if (method == "awq") {
-      c.calib_data = dir / "calib.txt";
-      c.draw = WindowDraw{6, 16, 3, /*allow_overlap=*/true};  // a short text, on purpose
-      c.batch_size = 4;
-    }
-    return c;
-  }
-};
-
-std::vector<std::string> lines_of(const QuantizeConfig& cfg, QuantizeSummary* summary = nullptr) {
-  std::vector<std::string> lines;
-  QuantizeSummary s = run_quantize(cfg, [&](const std::string& l) { lines.push_back(l); });
-  if (summary) *summary = s;
-  return lines;
-}
-
-bool mentions(const std::vector<std::string>& lines, const std::string& what) {
-  for (const auto& l : lines)
-    if (l.find(what) != std::string::npos) return true;
-  return false;
-}
+using test::Fixture;
+using test::lines_of;
+using test::mentions;
 
 using testing::folder_digest;
 

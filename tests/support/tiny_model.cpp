@@ -44,6 +44,8 @@ void write_tiny_model(const std::filesystem::path& dir, const TinyModelSpec& s) 
     const std::string p = "model.layers." + std::to_string(i) + ".";
     norm(p + "input_layernorm.weight");
     norm(p + "post_attention_layernorm.weight");
+    for (const char* gain : {"input_layernorm.weight", "post_attention_layernorm.weight"})
+      for (int64_t c = 0; c < s.outlier_channels; ++c) tensors[p + gain].values[static_cast<size_t>(c)] *= s.outlier_gain;
     const int64_t q_out = s.heads * head_dim, kv_out = s.kv_heads * head_dim;
     random(p + "self_attn.q_proj.weight", {q_out, s.hidden});
     random(p + "self_attn.k_proj.weight", {kv_out, s.hidden});

@@ -22,6 +22,10 @@ struct TinyModelSpec {
   double rope_theta = 10000.0;
   uint32_t seed = 1;
   float weight_std = 0.2f;
+  // Activation outliers (what SmoothQuant targets): the first `outlier_channels` hidden
+  // channels of every decoder layer's two RMSNorm gains are `outlier_gain` times larger.
+  int64_t outlier_channels = 0;
+  float outlier_gain = 1.0f;
 };
 
 // Creates `dir` (and parents) and writes the checkpoint. Qwen2ForCausalLM gets q/k/v biases.

@@ -1,8 +1,11 @@
 // fsq quantize: runs a quantizer pass layer by layer and writes a packed checkpoint.
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "common/error.h"
 #include "formats/quant/quant_types.h"
+#include "formats/quant/w8a8_quant.h"
 #include "interrupt.h"
 #include "options.h"
 #include "provenance.h"
@@ -23,8 +26,36 @@ struct QuantizeFlags {
   int64_t batch_size = 8, search_tokens = 8192;
   squeezellm::LutOptions lut;
   bool unweighted = false;
+  std::string alpha = "0.5", act_quant = "per-token";
+  bool weight_type_given = false;  // --bits, --group-size or --sym on the command line
   RuntimeFlags rt;
 };
+
+// --alpha: a number in [0, 1], or "auto" (nullopt: searched per linear group).
+std::optional<double> parse_alpha(const std::string& text) {
+  if (text == "auto") return std::nullopt;
+  size_t used = 0;
+  double a = -1;
+  try {
+    a = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(a >= 0 && a <= 1))
+    throw Error("--alpha", "must be a number from 0 to 1, or auto", "0 .. 1 or auto", text);
+  return a;
+}
+
+PassOptions pass_options(const QuantizeFlags& f) {
+  PassOptions o;
+  o.smooth_alpha = parse_alpha(f.alpha);
+  if (!parse_activation_quant(f.act_quant, &o.act_quant))
+    throw Error("--act-quant", "unknown activation quantization", "per-token or per-tensor", f.act_quant);
+  if (f.weight_type_given && find_quant_pass(f.method).int8_activations)
+    throw Error("--bits", "--method " + f.method + " always writes int8 weights per output channel (" +
+                              w8a8_quant_name(o.act_quant) + "); drop --bits, --group-size and --sym");
+  return o;
+}
 
 int run_quantize_command(const QuantizeFlags& f) {
   if (!f.dry_run) check_output_folder(f.out, "--out", {f.model, f.calib_data, f.calib_file});
@@ -38,6 +69,7 @@ int run_quantize_command(const QuantizeFlags& f) {
   if (!f.calib_file.empty()) cfg.calib_file = f.calib_file;
   cfg.lut = f.lut;
   cfg.lut.weighted = !f.unweighted;
+  cfg.pass_options = pass_options(f);
   cfg.draw = f.draw;
   cfg.batch_size = f.batch_size;
   cfg.quantized_inputs = f.layer_inputs == "quantized";
@@ -108,6 +140,15 @@ Command add_quantize_command(CLI::App& root) {
       ->check(CLI::Range(0.0, 50.0));
   app->add_flag("--dense-only", f->lut.dense_only, "squeezellm: no sparse part (lookup tables only)");
   app->add_flag("--unweighted", f->unweighted, "squeezellm: plain k-means, every weight counts the same (ablation)");
+  app->add_option("--alpha", f->alpha,
+                  "smoothquant: migration strength 0..1 (s_j = max|X_j|^alpha / max|W_j|^(1-alpha)), or auto to "
+                  "search 0.30..0.90 per linear group by W8A8 output error")
+      ->capture_default_str();
+  app->add_option("--act-quant", f->act_quant,
+                  "smoothquant: int8 activations per-token (dynamic scale per row) or per-tensor (static scale "
+                  "from calibration)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"per-token", "per-tensor"}));
   app->add_option("--samples", f->draw.samples, "calibration windows")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--seq-len", f->draw.seq_len, "tokens per calibration window")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
   app->add_option("--seed", f->draw.seed, "seed of the calibration window positions")->capture_default_str();
@@ -136,8 +177,13 @@ Command add_quantize_command(CLI::App& root) {
       "fsq quantize --model DIR --method awq --calib-data calib.txt --out q/awq --dry-run",
       "fsq calibrate --model DIR --data calib.txt --fisher --out calib.safetensors && "
       "fsq quantize --model DIR --method squeezellm --bits 3 --calib calib.safetensors --out q/sq-w3",
+      "fsq quantize --model DIR --method smoothquant --alpha auto --calib-data calib.txt --out q/w8a8",
       "fsq eval --model q/awq-w4 --compare DIR --data wiki.test.raw"}));
-  return Command{app, [f] { return run_quantize_command(*f); }};
+  return Command{app, [f, app] {
+    for (const char* name : {"--bits", "--group-size", "--sym"})
+      if (app->get_option(name)->count() > 0) f->weight_type_given = true;
+    return run_quantize_command(*f);
+  }};
 }
 
 }  // namespace fsq::cli

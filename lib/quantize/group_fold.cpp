@@ -1,0 +1,50 @@
+#include "quantize/group_fold.h"
+
+#include <ATen/ATen.h>
+
+#include "common/error.h"
+#include "quantize/awq_fold.h"
+#include "quantize/layer_values.h"
+#include "runtime/model.h"
+
+namespace fsq {
+namespace {
+
+at::Tensor& norm_of(DecoderLayer& layer, const ArchSpec& arch, const std::string& pattern, const std::string& who) {
+  if (pattern == arch.input_norm.hf) return layer.input_norm;
+  if (pattern == arch.post_attn_norm.hf) return layer.post_attn_norm;
+  throw Error(who, "no layer norm matches " + quote_name(pattern));
+}
+
+void set_linear(DecoderLayer& layer, const std::string& role, at::Tensor weight, std::optional<at::Tensor> bias) {
+  layer.linear(role) = std::make_unique<DenseLinear>(std::move(weight), std::move(bias));
+}
+
+}  // namespace
+
+std::string group_fold_blocker(const DecoderLayer& layer, const LinearGroup& group, int64_t input_width,
+                               const std::string& who) {
+  if (!group.norm.empty()) return "";
+  if (group.producer.empty()) return "no norm or producing linear to fold scales into";
+  if (dense_linear(layer, group.producer, who).weight().size(0) != input_width)
+    return "the producer's outputs do not map one to one onto this group's inputs (grouped-query attention)";
+  return "";
+}
+
+void fold_group_scales(DecoderLayer& layer, const ArchSpec& arch, const LinearGroup& group, const at::Tensor& s,
+                       const std::string& who) {
+  for (const std::string& role : group.roles) {
+    const DenseLinear& d = dense_linear(layer, role, who);
+    set_linear(layer, role, scale_input_columns(d.weight().to(at::kFloat), s), d.bias());
+  }
+  if (!group.norm.empty()) {
+    at::Tensor& norm = norm_of(layer, arch, group.norm, who);
+    norm = fold_scales_into_norm(norm, s);
+    return;
+  }
+  const DenseLinear& producer = dense_linear(layer, group.producer, who);
+  LinearWeights folded = fold_scales_into_output_rows(producer.weight(), producer.bias(), s);
+  set_linear(layer, group.producer, folded.weight, folded.bias);
+}
+
+}  // namespace fsq

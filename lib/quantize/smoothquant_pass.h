@@ -1,0 +1,30 @@
+// The SmoothQuant pass over one decoder layer (smoothquant.h has the math). Per linear
+// group of the ArchSpec: smoothing factors from the calibration inputs' per-channel absmax
+// and the group's weights, at the given alpha or, with alpha unset, the alpha of
+// smoothquant_alpha_grid() whose W8A8 output error on the calibration tokens is smallest;
+// folded into the preceding RMSNorm or producing linear. A group with neither (o_proj under
+// grouped-query attention) stays unsmoothed and the report says why. It also records each
+// linear's largest |input| after smoothing, for static per-tensor activation scales.
+#pragma once
+
+#include <optional>
+
+#include "quantize/pass.h"
+
+namespace fsq {
+
+class SmoothQuantPass final : public QuantPass {
+ public:
+  // smooth = false: naive W8A8, every group unsmoothed (the baseline SmoothQuant is
+  // measured against).
+  SmoothQuantPass(std::optional<double> alpha, ActivationQuant act_quant, bool smooth = true)
+      : alpha_(alpha), act_quant_(act_quant), smooth_(smooth) {}
+  PassResult run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const override;
+
+ private:
+  std::optional<double> alpha_;
+  ActivationQuant act_quant_;
+  bool smooth_ = true;
+};
+
+}  // namespace fsq

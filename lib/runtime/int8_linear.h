@@ -1,0 +1,58 @@
+// A W8A8 linear (formats/quant/w8a8_quant.h): int8 weights per output channel times int8
+// activations quantized at run time (per token, or per tensor with a static scale),
+// multiplied in integers by the kernels of runtime/cpu/int8_kernels.h.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "formats/quant/w8a8_quant.h"
+#include "runtime/aligned_bytes.h"
+#include "runtime/cpu/int8_kernels.h"
+#include "runtime/linear.h"
+
+namespace fsq {
+
+struct PackedLinear;
+
+class Int8Linear final : public Linear {
+ public:
+  // codes: the stored w8pcs words ([rows, ceil(cols / 4)] little-endian, byte q + 128 per
+  // weight, as FORMAT.md stores them); scales: fp16 [rows]; static_scale is used only with
+  // PerTensor. Throws fsq::Error when a size disagrees or a code is -128.
+  Int8Linear(int64_t rows, int64_t cols, std::span<const std::byte> codes, std::span<const std::byte> scales,
+             ActivationQuant mode, float static_scale, std::optional<at::Tensor> bias, std::string method);
+
+  at::Tensor forward(const at::Tensor& x) const override;
+  int64_t in_features() const override { return cols_; }
+  int64_t out_features() const override { return rows_; }
+  // "w8a8 [576 x 576] smoothquant, int8 matmul, per-token int8 activations"
+  std::string describe() const override;
+  int64_t weight_bytes() const override;  // int8 codes + fp16 scales + bias
+
+  void set_cpu_isa(cpu::CpuIsa isa);  // throws fsq::Error when this CPU lacks it
+  cpu::CpuIsa cpu_isa() const { return isa_; }
+  ActivationQuant act_quant() const { return mode_; }
+
+ private:
+  int64_t rows_ = 0, cols_ = 0;
+  ActivationQuant mode_;
+  float static_scale_ = 0;
+  std::vector<float> scales_;  // [rows], widened from fp16
+  AlignedBytes prepared_;
+  cpu::Int8PreparedView view_;
+  std::optional<at::Tensor> bias_;  // f32 [rows]
+  std::string method_;
+  cpu::CpuIsa isa_;
+};
+
+// An Int8Linear holding copies of an opened checkpoint's W8A8 linear.
+std::unique_ptr<Linear> make_int8_linear(const PackedLinear& packed);
+
+}  // namespace fsq

@@ -1,0 +1,110 @@
+// SmoothQuant and naive W8A8 through the quantize pipeline on tiny random models with
+// planted activation outliers: smoothing keeps the fp function, the packed W8A8 checkpoint
+// runs with int8 matmuls, naive W8A8 fails on the outliers and SmoothQuant recovers.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "formats/checkpoint.h"
+#include "formats/packed_checkpoint.h"
+#include "pipeline_fixture.h"
+#include "quantize/layer_inputs.h"
+#include "quantize/smoothquant_pass.h"
+#include "runtime/model_files.h"
+#include "runtime/threads.h"
+
+namespace fsq {
+namespace {
+
+namespace fs = std::filesystem;
+using test::Fixture;
+using test::lines_of;
+
+constexpr int64_t kOutlierChannels = 3;
+constexpr float kOutlierGain = 60.0f;
+// The smoothed layer computes the same fp function up to float32 rounding of the folded
+// products (a few ulps per multiply-add, relative to the output's size).
+constexpr double kFoldTolerance = 1e-5;
+
+double relative_error(const at::Tensor& a, const at::Tensor& ref) {
+  return ((a - ref).norm() / ref.norm()).item<double>();
+}
+
+TEST(SmoothQuantPipeline, SmoothingKeepsTheFpLayerFunction) {
+  set_threads(1);
+  Fixture fx("sq-fold", 96, false, kOutlierChannels, kOutlierGain);
+  const Checkpoint ckpt = Checkpoint::open(fx.model);
+  auto shell = LlamaModel::load(ckpt, RuntimeOptions{}, /*with_layers=*/false);
+  const ModelConfig& mc = ckpt.config();
+  constexpr int64_t kWindows = 2, kTokens = 24;
+  at::manual_seed(3);
+  const at::Tensor ids = at::randint(0, mc.vocab_size, {kWindows, kTokens}, at::kLong);
+  const at::Tensor hidden = shell->embed(ids);
+  const RopeTables rope = shell->rope(kTokens);
+  for (std::optional<double> alpha : {std::optional<double>(0.5), std::optional<double>()}) {
+    for (int64_t i = 0; i < mc.num_layers; ++i) {
+      const DecoderLayer original = shell->load_layer(ckpt, i);
+      const LayerRun run = run_fp_layer(original, hidden, rope, mc, i, kWindows, /*collect_group_inputs=*/true);
+      DecoderLayer smoothed = shell->load_layer(ckpt, i);
+      const PassContext ctx{mc, shell->arch(), rope, i, kW8A8Weights, kWindows, 0};
+      const PassResult result = SmoothQuantPass(alpha, ActivationQuant::PerToken).run(smoothed, run.acts, ctx);
+      EXPECT_TRUE(result.report["attn_in"]["smoothed"].get<bool>());
+      EXPECT_TRUE(result.report["mlp_in"]["smoothed"].get<bool>());
+      EXPECT_FALSE(result.report["attn_out"]["smoothed"].get<bool>()) << "o_proj under GQA has no exact fold";
+      const at::Tensor out = run_fp_layer(smoothed, hidden, rope, mc, i, kWindows, false).output;
+      EXPECT_LE(relative_error(out, run.output), kFoldTolerance) << "layer " << i;
+      EXPECT_EQ(result.input_absmax.size(), 7u);  // every linear of the layer
+    }
+  }
+}
+
+// Logits of a model folder on fixed ids.
+at::Tensor logits_of(const fs::path& dir, const at::Tensor& ids) {
+  const ModelFiles files = ModelFiles::open(dir);
+  return files.load(RuntimeOptions{})->forward(ids);
+}
+
+TEST(SmoothQuantPipeline, NaiveW8A8FailsOnOutliersAndSmoothQuantRecovers) {
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
+  set_threads(1);
+  Fixture fx("sq-outliers", 96, /*tokenizer=*/true, kOutlierChannels, kOutlierGain);
+  Fixture clean("sq-clean", 96, /*tokenizer=*/true);
+  at::manual_seed(4);
+  const at::Tensor ids = at::randint(0, 512, {2, 32}, at::kLong);
+  auto error_of = [&](const Fixture& f, const std::string& method, ActivationQuant mode) {
+    QuantizeConfig cfg = f.config(method + "-" + activation_quant_label(mode), method);
+    cfg.pass_options.act_quant = mode;
+    lines_of(cfg);
+    const PackedCheckpoint packed = PackedCheckpoint::open(cfg.out);
+    for (const PackedLinear& l : packed.linears()) EXPECT_EQ(l.act_quant, mode) << l.name;
+    return relative_error(logits_of(cfg.out, ids), logits_of(f.model, ids));
+  };
+  // Relative logits error vs the fp model, alpha 0.5. Measured: per token naive 0.309,
+  // SmoothQuant 0.085, the outlier-free model's naive W8A8 0.067; per tensor 0.527, 0.424,
+  // 0.099. Per token, naive W8A8 loses the small channels next to the outliers and
+  // SmoothQuant brings the error back near the outlier-free model's. A static per-tensor scale
+  // from 96 calibration tokens of one short text is a weak fit to these random-id inputs
+  // however it is smoothed, so there only the order is asserted.
+  constexpr double kNaiveFactor = 3.0, kSmoothFactor = 2.0;
+  const double naive = error_of(fx, "w8a8", ActivationQuant::PerToken);
+  const double smooth = error_of(fx, "smoothquant", ActivationQuant::PerToken);
+  const double baseline = error_of(clean, "w8a8", ActivationQuant::PerToken);
+  EXPECT_GT(naive, kNaiveFactor * baseline);
+  EXPECT_LT(smooth, kSmoothFactor * baseline);
+  EXPECT_LT(smooth, naive / kNaiveFactor);
+  EXPECT_LT(error_of(fx, "smoothquant", ActivationQuant::PerTensor), error_of(fx, "w8a8", ActivationQuant::PerTensor));
+}
+
+TEST(SmoothQuantPipeline, RefusesAnUnquantizedActivationMode) {
+  set_threads(1);
+  Fixture fx("sq-bad", 96, false);
+  QuantizeConfig cfg = fx.config("out", "rtn");
+  cfg.method = "smoothquant";
+  cfg.calib_data = fx.dir / "calib.txt";
+  cfg.pass_options.act_quant = ActivationQuant::None;
+  EXPECT_THROW(lines_of(cfg), Error);
+  EXPECT_FALSE(fs::exists(cfg.out));
+}
+
+}  // namespace
+}  // namespace fsq
