@@ -45,6 +45,47 @@ constexpr double kIGeluMaxError = 0.0182;
 // 8/127, 16/127 (plus <= |x| 2^-17 of sigmoid rounding at K = 16). Bound: a little above.
 constexpr double kISiluMaxError = 7.5e-4;
 
+// ---- Bit-exact values --------------------------------------------------------------------
+
+// The integer ops are exact, so their outputs are pinned: these codes come from a separate
+// Python transcription of the formulas in intonly_ops.h (math.floor of the same double
+// quotients, Python's exact big integers, >> and // for the shifts and divisions). A change
+// of any constant, rounding or shift shows up here even when it stays within the error bounds.
+TEST(IntOnlyGolden, MatchesIndependentTranscription) {
+  struct ExpCase {
+    double s;
+    int shift;
+    std::vector<int64_t> want;  // at q = 0, -1, -777, -5000, -12345, -100000
+  };
+  const std::vector<int64_t> exp_q = {0, -1, -777, -5000, -12345, -100000};
+  for (const ExpCase& ec : {ExpCase{1e-4, 0, {279016269, 278989210, 258594378, 168716269, 80912412, 12668}},
+                            ExpCase{1e-3, 4, {714281650, 713589170, 328989691, 4822554, 3096, 0}},
+                            ExpCase{8.0 / 127, 10, {737305331, 693310195, 0, 0, 0, 0}}}) {
+    const IExpConstants c = iexp_constants(ec.s);
+    EXPECT_EQ(c.in_shift, ec.shift) << ec.s;
+    for (size_t i = 0; i < exp_q.size(); ++i) EXPECT_EQ(iexp(exp_q[i], c), ec.want[i]) << ec.s << " q " << exp_q[i];
+  }
+  const std::vector<int64_t> gelu_q = {-100, -37, -1, 0, 1, 37, 100};
+  const IGeluConstants g1 = igelu_constants(4.0 / 127);
+  EXPECT_EQ(g1.in_shift, 6);
+  EXPECT_EQ(g1.q_b, -5084);
+  EXPECT_EQ(g1.q_one, 28594349);
+  const std::vector<int64_t> gelu1 = {0, -272936272, -25200400, 0, 31988298, 1843045554, 5718869800};
+  const IGeluConstants g2 = igelu_constants(1e-3);
+  EXPECT_EQ(g2.q_b, -5004);
+  EXPECT_EQ(g2.q_one, 27700831);
+  const std::vector<int64_t> gelu2 = {-2307841600, -899281300, -25020004, 0, 30381658, 1150580194, 3232324600};
+  for (size_t i = 0; i < gelu_q.size(); ++i) {
+    EXPECT_EQ(igelu(gelu_q[i], g1), gelu1[i]) << gelu_q[i];
+    EXPECT_EQ(igelu(gelu_q[i], g2), gelu2[i]) << gelu_q[i];
+  }
+  const ISiluConstants sc = isilu_constants(1e-3, 16);
+  EXPECT_EQ(sc.q_one, 714086471);
+  const std::vector<int64_t> silu_q = {-5000, -1234, -1, 0, 1, 1234, 5000};
+  const std::vector<int64_t> silu = {-2200000, -18191628, -32757, 0, 32779, 62679796, 325480000};
+  for (size_t i = 0; i < silu_q.size(); ++i) EXPECT_EQ(isilu(silu_q[i], sc), silu[i]) << silu_q[i];
+}
+
 // ---- Dyadic -------------------------------------------------------------------------------
 
 TEST(IntOnlyDyadic, FromRealIsNormalizedAndAccurate) {
