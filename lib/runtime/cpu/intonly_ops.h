@@ -102,6 +102,14 @@ KernelStatus requantize_array(const int32_t* acc, int64_t n, Dyadic d, int32_t* 
 KernelStatus requantize_array(const int64_t* acc, int64_t n, Dyadic d, int8_t* out);
 KernelStatus requantize_array(const int64_t* acc, int64_t n, Dyadic d, int16_t* out);
 KernelStatus requantize_array(const int64_t* acc, int64_t n, Dyadic d, int32_t* out);
+// Per output channel (a W8A8 GEMM epilogue: acc[i, j] has scale S_x S_w[j], multiplier[j] =
+// S_x S_w[j] / S_out): out[i * out_stride + j] = saturate(requantize_wide(acc[i * acc_stride
+// + j], d[j])) for i < m, j < cols. m, cols >= 0, strides >= cols, pointers non-null when
+// m * cols > 0.
+KernelStatus requantize_per_channel(const int32_t* acc, int64_t m, int64_t cols, int64_t acc_stride, const Dyadic* d,
+                                    int8_t* out, int64_t out_stride);
+KernelStatus requantize_per_channel(const int32_t* acc, int64_t m, int64_t cols, int64_t acc_stride, const Dyadic* d,
+                                    int32_t* out, int64_t out_stride);
 
 // ---- i-exp --------------------------------------------------------------------------------
 

@@ -50,6 +50,17 @@ KernelStatus requantize_loop(const In* acc, int64_t n, Dyadic d, Out* out, Sat s
   return KernelStatus::Ok;
 }
 
+template <typename Out, typename Sat>
+KernelStatus per_channel_loop(const int32_t* acc, int64_t m, int64_t cols, int64_t acc_stride, const Dyadic* d,
+                              Out* out, int64_t out_stride, Sat sat) {
+  if (m < 0 || cols < 0 || acc_stride < cols || out_stride < cols) return KernelStatus::InvalidArgument;
+  if (m == 0 || cols == 0) return KernelStatus::Ok;
+  if (!acc || !d || !out) return KernelStatus::InvalidArgument;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < cols; ++j) out[i * out_stride + j] = sat(requantize_wide(acc[i * acc_stride + j], d[j]));
+  return KernelStatus::Ok;
+}
+
 }  // namespace
 
 KernelStatus requantize_array(const int32_t* acc, int64_t n, Dyadic d, int8_t* out) {
@@ -69,6 +80,15 @@ KernelStatus requantize_array(const int64_t* acc, int64_t n, Dyadic d, int16_t* 
 }
 KernelStatus requantize_array(const int64_t* acc, int64_t n, Dyadic d, int32_t* out) {
   return requantize_loop(acc, n, d, out, saturate_int32);
+}
+
+KernelStatus requantize_per_channel(const int32_t* acc, int64_t m, int64_t cols, int64_t acc_stride, const Dyadic* d,
+                                    int8_t* out, int64_t out_stride) {
+  return per_channel_loop(acc, m, cols, acc_stride, d, out, out_stride, saturate_int8);
+}
+KernelStatus requantize_per_channel(const int32_t* acc, int64_t m, int64_t cols, int64_t acc_stride, const Dyadic* d,
+                                    int32_t* out, int64_t out_stride) {
+  return per_channel_loop(acc, m, cols, acc_stride, d, out, out_stride, saturate_int32);
 }
 
 }  // namespace fsq::cpu

@@ -195,6 +195,38 @@ TEST(IntOnlyDyadic, ArraysSaturate) {
             KernelStatus::Ok);
 }
 
+TEST(IntOnlyDyadic, PerChannelMatchesScalarRequantize) {
+  const int64_t m = 3, cols = 37, acc_stride = 40, out_stride = 41;
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int32_t> acc_dist(-3000000, 3000000);
+  std::uniform_real_distribution<double> log2_mult(-20.0, -12.0);
+  std::vector<int32_t> acc(m * acc_stride);
+  for (auto& v : acc) v = acc_dist(rng);
+  std::vector<Dyadic> d(cols);
+  for (auto& v : d) v = dyadic_from_real(std::exp2(log2_mult(rng)));
+  std::vector<int8_t> o8(m * out_stride, 99);
+  std::vector<int32_t> o32(m * out_stride, 99);
+  ASSERT_EQ(requantize_per_channel(acc.data(), m, cols, acc_stride, d.data(), o8.data(), out_stride), KernelStatus::Ok);
+  ASSERT_EQ(requantize_per_channel(acc.data(), m, cols, acc_stride, d.data(), o32.data(), out_stride),
+            KernelStatus::Ok);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < out_stride; ++j) {
+      if (j >= cols) {  // padding untouched
+        ASSERT_EQ(o8[i * out_stride + j], 99);
+        ASSERT_EQ(o32[i * out_stride + j], 99);
+        continue;
+      }
+      const int64_t want = requantize_wide(acc[i * acc_stride + j], d[j]);
+      ASSERT_EQ(o32[i * out_stride + j], want);
+      ASSERT_EQ(o8[i * out_stride + j], saturate_int8(want));
+    }
+  }
+  EXPECT_EQ(requantize_per_channel(acc.data(), m, cols, cols - 1, d.data(), o8.data(), out_stride),
+            KernelStatus::InvalidArgument);
+  EXPECT_EQ(requantize_per_channel(acc.data(), m, cols, acc_stride, nullptr, o8.data(), out_stride),
+            KernelStatus::InvalidArgument);
+}
+
 // ---- Integer square root ------------------------------------------------------------------
 
 void expect_isqrt(uint64_t n) {
