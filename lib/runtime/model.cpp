@@ -219,6 +219,26 @@ at::Tensor LlamaModel::embed(const at::Tensor& ids) const {
   return at::embedding(embed_, ids.to(embed_.device())).to(opts_.compute_dtype);
 }
 
+namespace {
+
+// "w4g128a [576 x 576] awq" -> "w4g128a awq": the kind of kernel, not the linear.
+std::string without_shape(const std::string& description) {
+  const size_t open = description.find(" [");
+  const size_t close = description.find(']', open == std::string::npos ? 0 : open);
+  if (open == std::string::npos || close == std::string::npos) return description;
+  return description.substr(0, open) + description.substr(close + 1);
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> LlamaModel::matmul_kinds() const {
+  std::map<std::string, int64_t> kinds;
+  for (const DecoderLayer& layer : layers_)
+    for (const auto& spec : arch_->linears) kinds[without_shape(layer.linear(spec.role)->describe())] += 1;
+  kinds["lm_head: " + without_shape(lm_head_->describe())] += 1;
+  return kinds;
+}
+
 at::Tensor LlamaModel::head(const at::Tensor& hidden) const {
   return lm_head_->forward(rms_norm(hidden, final_norm_, cfg_.rms_norm_eps)).to(at::kFloat);
 }

@@ -8,6 +8,7 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -100,6 +101,10 @@ class LlamaModel {
   const ArchSpec& arch() const { return *arch_; }
   const RuntimeOptions& options() const { return opts_; }
   int64_t parameter_count() const { return parameter_count_; }
+  // How the matmuls run: each linear's describe() without its shape ("w8a8 smoothquant, int8
+  // matmul, per-token int8 activations", "dense f32"), counted over the decoder layers and
+  // the head, which is listed under its own "lm_head: ..." key.
+  std::map<std::string, int64_t> matmul_kinds() const;
 
  private:
   ModelConfig cfg_;

@@ -41,6 +41,7 @@ Loaded load_model(const std::filesystem::path& dir, const RuntimeOptions& ro) {
   info.parameters = model->parameter_count();
   info.max_position_embeddings = ckpt->config().max_position_embeddings;
   info.load_seconds = secs;
+  info.matmuls = model->matmul_kinds();
   return Loaded{std::move(files), *ckpt, std::move(model), std::move(info)};
 }
 

@@ -14,7 +14,8 @@ json model_json(const ModelInfo& m) {
           {"architecture", m.architecture},
           {"parameters", m.parameters},
           {"max_position_embeddings", m.max_position_embeddings},
-          {"load_seconds", m.load_seconds}};
+          {"load_seconds", m.load_seconds},
+          {"matmuls", m.matmuls}};
 }
 
 json speed_json(const SpeedResult& s) {
@@ -83,6 +84,10 @@ std::string report_text(const EvalReport& r) {
              m.architecture.c_str(), static_cast<long long>(m.parameters), short_sha(m.weights_sha256).c_str());
   out += fmt("runtime    %s on %s, threads %d, load %.3f s\n", r.dtype.c_str(), r.device.c_str(),
              r.threads, m.load_seconds);
+  std::string matmuls;
+  for (const auto& [kind, count] : m.matmuls)
+    matmuls += (matmuls.empty() ? "" : "; ") + std::to_string(count) + " x " + kind;
+  if (!matmuls.empty()) out += "matmuls    " + matmuls + "\n";
   if (r.dataset)
     out += fmt("dataset    %s (%lld bytes, %lld tokens, sha256 %s)\n", r.dataset->path.c_str(),
                static_cast<long long>(r.dataset->bytes), static_cast<long long>(r.dataset->tokens),

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@ struct ModelInfo {
   int64_t parameters = 0;
   int64_t max_position_embeddings = 0;
   double load_seconds = 0.0;
+  std::map<std::string, int64_t> matmuls;  // LlamaModel::matmul_kinds(): which kernels ran
 };
 
 struct DatasetInfo {
