@@ -17,6 +17,9 @@
 # (Fisher-weighted with the default 0.45 % sparse part). The Fisher diagonals come from one
 # `fsq calibrate --fisher` on the calibration folder, timed separately ("fisher s").
 #   FSQ_CONFIGS="awq:3:128 squeezellm:3:unweighted squeezellm:3:dense squeezellm:3:sparse" ...
+# W8A8 methods (w8a8 = naive, smoothquant, intonly) take method:ACT:ALPHA, ACT per-token or
+# per-tensor, ALPHA a number, auto, or - (naive W8A8 has none); the "bits" column shows ACT.
+#   FSQ_CONFIGS="w8a8:per-token:- smoothquant:per-token:0.5 smoothquant:per-token:auto" ...
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -90,7 +93,9 @@ for c in $configs; do
   rm -rf "$out" "$out.partial"
   calib=(); [[ $method != rtn ]] && calib=(--calib-data "$work/calib" --samples "$samples" --seq-len "$calib_seq")
   shape=(--group-size "$group")
-  if [[ $method == squeezellm ]]; then
+  if [[ $method == w8a8 || $method == smoothquant || $method == intonly ]]; then
+    shape=(--act-quant "$bits"); [[ $group != - ]] && shape+=(--alpha "$group")
+  elif [[ $method == squeezellm ]]; then
     if [[ ! -f $fisher ]]; then
       start=$(date +%s.%N)
       "$fsq" calibrate --model "$model" --data "$work/calib" --fisher --samples "$samples" --seq-len "$calib_seq" \
@@ -106,7 +111,8 @@ for c in $configs; do
     calib=()
   fi
   start=$(date +%s.%N)
-  "$fsq" quantize --model "$model" --method "$method" --bits "$bits" "${shape[@]}" "${calib[@]}" \
+  bits_flag=(--bits "$bits"); [[ ${shape[0]} == --act-quant ]] && bits_flag=()
+  "$fsq" quantize --model "$model" --method "$method" "${bits_flag[@]}" "${shape[@]}" "${calib[@]}" \
     --threads "$threads" --progress off --out "$out" --json "$out.json" >/dev/null
   secs=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))")
   bpw=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["plan"]["bits_per_weight"])' "$out.json")
