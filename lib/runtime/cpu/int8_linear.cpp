@@ -102,16 +102,17 @@ void fill_sums(Activations& a, int64_t m, int64_t cols) {
   });
 }
 
-// The whole [m, rows] output, in tasks of kPanelBlocks blocks times a chunk of x rows;
-// each thread takes a contiguous range of tasks, i.e. of panels, so a panel is read once
-// per thread from memory and then from L2 for the rest of its chunks.
+// The whole [m, rows] output, in tasks of kPanelBlocks blocks times a chunk of x rows,
+// consecutive tasks sharing a panel (read from memory once, then from cache). Handed out
+// dynamically: on a shared machine a thread that loses its core for a while would
+// otherwise hold up the others at the barrier with its static share.
 void run_tiles(const Int8Gemm& g, int64_t m, Int8TilesFn fn) {
   const int64_t blocks = (g.rows + kInt8BlockRows - 1) / kInt8BlockRows;
   const int64_t panels = (blocks + kPanelBlocks - 1) / kPanelBlocks;
   const int64_t chunk = m <= kGemvRows ? m : kRowChunk;
   const int64_t chunks = (m + chunk - 1) / chunk;
   const int64_t tasks = panels * chunks;
-#pragma omp parallel for schedule(static) if (m * g.rows * g.kp >= kParallelMinMacs)
+#pragma omp parallel for schedule(dynamic) if (m * g.rows * g.kp >= kParallelMinMacs)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t p = t / chunks, c = t % chunks;
     fn(g, c * chunk, std::min(m, (c + 1) * chunk), p * kPanelBlocks, std::min(blocks, (p + 1) * kPanelBlocks));
