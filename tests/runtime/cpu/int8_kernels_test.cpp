@@ -307,6 +307,38 @@ TEST(Int8Kernels, QuantizeActivationsMatchesScalarOnEveryIsa) {
   }
 }
 
+TEST(Int8Kernels, SubnormalAbsmaxGivesTheSameCodesOnEveryIsa) {
+  // 127 / amax overflows to inf: nonzero x clamp to +-127, zeros (0 * inf = NaN) to -127.
+  constexpr float kTiny = 1e-39f;  // subnormal
+  const int64_t cols = 37;
+  std::vector<float> x(static_cast<size_t>(cols), 0.0f);
+  x[1] = kTiny;
+  x[cols - 1] = -kTiny;
+  const Quantized want = quantize(x, 1, cols, cols, ActQuant::PerToken, 0.0f);
+  EXPECT_EQ(want.q[0], -kCodeMax);
+  EXPECT_EQ(want.q[1], kCodeMax);
+  EXPECT_EQ(want.q[cols - 1], -kCodeMax);
+  for (CpuIsa isa : kAllIsas) {
+    if (!cpu::cpu_supports(isa)) continue;
+    SCOPED_TRACE(cpu::cpu_isa_name(isa));
+    std::vector<int8_t> q(static_cast<size_t>(cols));
+    float xs = 0.0f;
+    ASSERT_EQ(cpu::quantize_activations_int8(x.data(), 1, cols, cols, ActQuant::PerToken, 0.0f, q.data(), cols, &xs, isa),
+              KernelStatus::Ok);
+    EXPECT_EQ(q, want.q);
+    EXPECT_EQ(xs, want.xs[0]);
+  }
+  const Weights w = random_weights(5, cols, 91);
+  const std::vector<float> y_want = reference(w, x, 1, cols, ActQuant::PerToken, 0.0f);
+  for (Int8Kernel kernel : supported_kernels()) {
+    SCOPED_TRACE(cpu::int8_kernel_name(kernel));
+    std::vector<float> y(static_cast<size_t>(w.rows));
+    ASSERT_EQ(cpu::int8_linear_with(w.prepared, x.data(), 1, cols, ActQuant::PerToken, 0.0f, y.data(), w.rows, kernel),
+              KernelStatus::Ok);
+    EXPECT_TRUE(same_bits(y, y_want));
+  }
+}
+
 // Runs int8_linear_with on `kernel` and checks it against the reference bit for bit.
 void expect_linear_matches(const Weights& w, int64_t m, Int8Kernel kernel, ActQuant mode, uint32_t seed) {
   const int64_t x_stride = w.cols + kXPadding;
