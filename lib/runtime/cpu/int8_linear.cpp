@@ -67,7 +67,8 @@ bool gemm_args_ok(const Int8PreparedView& w, const int8_t* xq, int64_t m, int64_
   return prepared_ok(w) && xq != nullptr && acc != nullptr && m > 0 && xq_stride >= w.cols && acc_stride >= w.rows;
 }
 
-// x codes [m, stride] (zero past cols), their row sums and scales.
+// x codes [m, stride] (zero past cols), their row sums (the VNNI kernel's bias correction)
+// and scales.
 struct Activations {
   std::vector<int8_t> buffer;
   int8_t* q = nullptr;
@@ -93,13 +94,10 @@ void for_each_row(int64_t m, int64_t cols, const Fn& fn) {
   for (int64_t i = 0; i < m; ++i) fn(i);
 }
 
-void fill_sums(Activations& a, int64_t m, int64_t cols) {
-  for_each_row(m, cols, [&](int64_t i) {
-    const int8_t* q = a.row(i);
-    int32_t s = 0;
-    for (int64_t k = 0; k < cols; ++k) s += q[k];
-    a.sums[static_cast<size_t>(i)] = s;
-  });
+int32_t code_sum(const int8_t* q, int64_t cols) {
+  int32_t s = 0;
+  for (int64_t k = 0; k < cols; ++k) s += q[k];
+  return s;
 }
 
 // The whole [m, rows] output, in tasks of kPanelBlocks blocks times a chunk of x rows,
@@ -179,8 +177,8 @@ KernelStatus int8_linear_with(const Int8PreparedView& w, const float* x, int64_t
   const QuantizeRowFn quantize = quantize_for(isa_of(kernel));
   for_each_row(m, w.cols, [&](int64_t i) {
     quantize(x + i * x_stride, w.cols, mode, static_scale, a.row(i), &a.scales[static_cast<size_t>(i)]);
+    a.sums[static_cast<size_t>(i)] = code_sum(a.row(i), w.cols);
   });
-  fill_sums(a, m, w.cols);
   Int8Gemm g = gemm_of(w, a);
   g.x_scales = a.scales.data();
   g.w_scales = w.scales;
@@ -204,8 +202,8 @@ KernelStatus int8_gemm_int32_with(const Int8PreparedView& w, const int8_t* xq, i
   Activations a(m, w.cols);
   for_each_row(m, w.cols, [&](int64_t i) {
     std::memcpy(a.row(i), xq + i * xq_stride, static_cast<size_t>(w.cols));
+    a.sums[static_cast<size_t>(i)] = code_sum(a.row(i), w.cols);
   });
-  fill_sums(a, m, w.cols);
   Int8Gemm g = gemm_of(w, a);
   g.acc = acc;
   g.acc_stride = acc_stride;
