@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/cpu/int8_kernels.h"
+#include "runtime/threads.h"
 
 namespace fsq {
 namespace {
@@ -367,14 +368,20 @@ TEST(Int8Kernels, LinearIsBitIdenticalToReferenceOnEveryKernel) {
   }
 }
 
-TEST(Int8Kernels, LinearIsBitIdenticalOnManyPanelsAndRowChunks) {
-  // Several 64-row panels and 96-row chunks of x, large enough to run on all threads.
+TEST(Int8Kernels, LinearIsBitIdenticalOnManyPanelsAndRowChunksOnAnyThreadCount) {
+  // Several 64-row panels and 96-row chunks of x, large enough to run in parallel.
   const Weights w = random_weights(200, 300, 41);
-  for (int64_t m : {100, 200})
-    for (Int8Kernel kernel : supported_kernels()) {
-      SCOPED_TRACE(std::string(cpu::int8_kernel_name(kernel)) + " m=" + std::to_string(m));
-      expect_linear_matches(w, m, kernel, ActQuant::PerToken, 43);
-    }
+  const int default_threads = set_threads(0);
+  for (int threads : {1, 2, 3}) {
+    set_threads(threads);
+    for (int64_t m : {100, 200})
+      for (Int8Kernel kernel : supported_kernels()) {
+        SCOPED_TRACE(std::string(cpu::int8_kernel_name(kernel)) + " m=" + std::to_string(m) + " threads=" +
+                     std::to_string(threads));
+        expect_linear_matches(w, m, kernel, ActQuant::PerToken, 43);
+      }
+  }
+  set_threads(default_threads);
 }
 
 TEST(Int8Kernels, LinearByIsaRunsThatIsasKernel) {
