@@ -7,10 +7,11 @@
 // columns padded with zeros to kp = a multiple of 4 ("quads" of 4 columns). Quad q of block
 // b is 64 bytes at data + (b * kp / 4 + q) * 64: byte 4 r + j holds w[16 b + r, 4 q + j]
 // + 128 as an unsigned byte (rows past `rows` hold w = 0). One 32-bit lane per output row
-// is what vpdpbusd accumulates into. The +128 makes the weights the unsigned operand of
-// vpdpbusd, so x (signed) can be broadcast straight from memory; the bias adds
-// 128 * sum_k xq[i, k] to every output of row i, subtracted exactly (x_sums). The
-// vpmaddubsw variants undo the bias (XOR 0x80) and use the sign trick instead.
+// is what vpdpbusd accumulates into. The +128, applied once when preparing, makes the
+// weights vpdpbusd's unsigned operand, so x keeps its signed codes; the bias adds
+// 128 * sum_k xq[i, k] to every output of row i, subtracted exactly (x_sums: one sum per
+// row of x, not per output row in the layout). The vpmaddubsw variants undo the bias
+// (XOR 0x80) and use the sign trick instead.
 #pragma once
 
 #include <cstdint>
