@@ -16,6 +16,7 @@
 //   build/tests/bench/bench_int8_kernels --benchmark_min_time=0.5
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -178,11 +179,25 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
   }
 }
 
+// Which BLAS at::mm ran on: OpenBLAS's build string and threading (the f32 numbers mean
+// little with the OpenMP build, whose pool fights ours, or with the reference BLAS).
+std::string blas_description() {
+  using GetConfig = char* (*)();
+  using GetParallel = int (*)();
+  const auto config = reinterpret_cast<GetConfig>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+  const auto parallel = reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  if (config == nullptr) return "not OpenBLAS";
+  static const char* const kThreading[] = {"sequential", "pthreads", "OpenMP"};
+  const int p = parallel != nullptr ? parallel() : -1;
+  return std::string(config()) + ", " + (p >= 0 && p <= 2 ? kThreading[p] : "unknown threading");
+}
+
 void print_tables(const bench::Collector& c, const std::vector<int>& thread_counts) {
   const cpu::CpuIsa isa = cpu::selected_cpu_isa();
   std::printf("\nint8 kernel %s (ISA %s); f32: at::mm (LibTorch on OpenBLAS), same threads. GOPS = 2 M N K / time, "
               "M = %ld\n",
               cpu::int8_kernel_name(cpu::int8_kernel_for(isa)), cpu::cpu_isa_name(isa), static_cast<long>(kPrefillRows));
+  std::printf("BLAS: %s\n", blas_description().c_str());
   std::printf("%-22s %-10s %3s | %9s %9s | %9s %9s | %6s\n", "GEMM", "K x N", "thr", "int8_us", "int8_GOPS", "f32_us",
               "f32_GOPS", "ratio");
   for (const Shape& s : kGemmShapes)
