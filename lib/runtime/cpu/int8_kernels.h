@@ -8,8 +8,10 @@
 //                      per token:  amax_i = max_k |x[i, k]|, xs_i = amax_i / 127,
 //                                  inv_i = 127 / amax_i  (amax_i == 0: xs_i = 0, codes 0)
 //                      per tensor: xs_i = s (given), inv_i = 1 / s
-//                      (nearbyint: round half to even, the default rounding mode; a NaN
-//                      input is the caller's bug and gives unspecified codes)
+//                      (nearbyint: round half to even, the default rounding mode; the clamp
+//                      is fmin(fmax(v, -127), 127), so a NaN product, 0 * inf when 127 / amax_i
+//                      overflows, gives -127 on every ISA; a NaN input is the caller's bug
+//                      and gives unspecified codes)
 //   int32 product      acc[i, n] = sum_k xq[i, k] * wq[n, k]        (exact, any order)
 //   epilogue           y[i, n]   = float(acc[i, n]) * (xs_i * ws[n])
 // so every ISA returns the same bits as the reference. Codes are kept in [-127, 127]
@@ -80,5 +82,17 @@ KernelStatus int8_gemm_int32_reference(const Int8WeightsView& w, const int8_t* x
 
 // True when this CPU has AVX-512 VNNI (the Avx512 variant then uses vpdpbusd).
 bool cpu_has_avx512_vnni();
+
+// The kernel variants behind a CpuIsa (CpuIsa::Avx512 runs Avx512Vnni where the CPU has
+// VNNI, else Avx512Bw), so that tests and benchmarks can also run the one the CPU would not
+// pick. The *_with functions are int8_linear / int8_gemm_int32 with the variant named.
+enum class Int8Kernel { Scalar, Avx2, Avx512Bw, Avx512Vnni };
+Int8Kernel int8_kernel_for(CpuIsa isa);  // the variant the fast paths run for isa
+bool int8_kernel_supported(Int8Kernel k);
+const char* int8_kernel_name(Int8Kernel k);  // "scalar", "avx2", "avx512bw", "avx512vnni"
+KernelStatus int8_linear_with(const Int8PreparedView& w, const float* x, int64_t m, int64_t x_stride, ActQuant mode,
+                              float static_scale, float* y, int64_t y_stride, Int8Kernel kernel);
+KernelStatus int8_gemm_int32_with(const Int8PreparedView& w, const int8_t* xq, int64_t m, int64_t xq_stride,
+                                  int32_t* acc, int64_t acc_stride, Int8Kernel kernel);
 
 }  // namespace fsq::cpu

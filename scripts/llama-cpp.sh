@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's tools (llama-perplexity, llama-quantize, llama-imatrix, llama-bench and
+# the RPC server ggml-rpc-server) from the vendor/llama.cpp folder of the llama-cpp-python
+# source distribution on PyPI, and caches them: the comparison baseline of fsq's speed and
+# quality numbers, never part of fsq (nothing of llama.cpp is committed here).
+#
+#   scripts/llama-cpp.sh            builds once (~5-10 min on 2 cores), then prints at once
+#   "$(scripts/llama-cpp.sh | tail -n 1)/llama-bench" -m model.gguf
+#
+# The last line printed is the folder holding the binaries. The cache key is the pinned
+# llama-cpp-python version and this CPU's instruction-set flags (the build is -march=native,
+# as a user would build it for speed): another kind of CPU builds its own copy.
+#   FSQ_LLAMA_CPP_PYTHON_VERSION  (default 0.3.36)   FSQ_CACHE_DIR (default ~/.cache/fsq)
+#   FSQ_JOBS (default nproc)
+set -euo pipefail
+
+version="${FSQ_LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+cache_root="${FSQ_CACHE_DIR:-$HOME/.cache/fsq}/llama.cpp"
+jobs="${FSQ_JOBS:-$(nproc)}"
+targets=(llama-perplexity llama-quantize llama-imatrix llama-bench ggml-rpc-server)
+
+cpu_key="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | sort | sha256sum | cut -c1-12)"
+prefix="$cache_root/$version-$(uname -m)-$cpu_key"
+bin="$prefix/bin"
+
+complete() {
+  for t in "${targets[@]}"; do [[ -x "$bin/$t" ]] || return 1; done
+}
+if complete; then
+  echo "$bin"
+  exit 0
+fi
+
+for tool in cmake g++ python3; do
+  command -v "$tool" >/dev/null || { echo "llama-cpp: $tool is missing; run scripts/setup.sh first" >&2; exit 1; }
+done
+mkdir -p "$cache_root"
+work="$(mktemp -d "$cache_root/build-XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+echo "llama-cpp: downloading the llama-cpp-python $version source distribution" >&2
+python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$work" >&2
+sdist="$(ls "$work"/llama_cpp_python-*.tar.gz)"
+tar -xzf "$sdist" -C "$work" "llama_cpp_python-$version/vendor/llama.cpp"
+src="$work/llama_cpp_python-$version/vendor/llama.cpp"
+
+echo "llama-cpp: building ${targets[*]} with $jobs jobs" >&2
+cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_RPC=ON \
+  -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=OFF >"$work/configure.log" 2>&1 ||
+  { tail -n 30 "$work/configure.log" >&2; exit 1; }
+cmake --build "$work/build" -j "$jobs" --target "${targets[@]}" >"$work/build.log" 2>&1 ||
+  { tail -n 30 "$work/build.log" >&2; exit 1; }
+
+# Install atomically: a half-copied folder never looks complete.
+staging="$prefix.tmp-$$"
+rm -rf "$staging"
+mkdir -p "$staging/bin"
+for t in "${targets[@]}"; do cp "$work/build/bin/$t" "$staging/bin/"; done
+printf 'llama-cpp-python %s\ncommit %s\n' "$version" \
+  "$(grep -m1 -o 'LLAMA_BUILD_COMMIT[^)]*' "$work/build/CMakeCache.txt" 2>/dev/null || echo unknown)" \
+  >"$staging/VERSION"
+rm -rf "$prefix"
+mv "$staging" "$prefix"
+echo "$bin"
