@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# fsq against llama.cpp on SmolLM2-135M, measured in one run on this machine: llama-bench
+# (tg64 decode, pp512 prefill) on F32 and Q4_0 GGUFs made with llama-quantize from the
+# fetched source GGUF, beside `fsq eval --speed-only` (decode batch 1 over 64 steps, prefill
+# 512) on the f32 model and fsq checkpoints (W4 g128 RTN, and W8A8 next to llama.cpp's Q8_0),
+# at 1 and 2 threads; prints tokens/s and the fsq / llama.cpp ratio per row.
+#
+#   scripts/bench-llama-cpp.sh          (FSQ_THREADS_LIST="1 2", FSQ_REPS=5)
+#
+# Run it on a quiet machine: with other work on 2 cores, OpenMP and ggml threads wait for
+# time slices and every number drops.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+threads_list="${FSQ_THREADS_LIST:-1 2}"
+reps="${FSQ_REPS:-5}"
+fsq="$("$root/scripts/build-fsq.sh" bench-llama-cpp)"
+llama="$("$root/scripts/llama-cpp.sh" | tail -n 1)"
+source_gguf="$(FSQ_BIN="$fsq" "$root/scripts/fetch-model.sh" smollm2-135m | tail -n 1)"
+hf="$(dirname "$source_gguf")/hf"
+cache="$(dirname "$source_gguf")/bench"
+mkdir -p "$cache"
+
+# GGUFs for llama.cpp (F32 dequantizes the source exactly; Q4_0 and Q8_0 are made from F32).
+make_gguf() {  # type from
+  local out="$cache/smollm2-$1.gguf"
+  if [[ ! -f $out ]]; then
+    "$llama/llama-quantize" --allow-requantize "$2" "$out.tmp" "$1" >"$cache/quantize-$1.log" 2>&1 ||
+      { tail -n 20 "$cache/quantize-$1.log" >&2; exit 1; }
+    mv "$out.tmp" "$out"
+  fi
+  echo "$out"
+}
+f32_gguf="$(make_gguf F32 "$source_gguf")"
+q4_gguf="$(make_gguf Q4_0 "$f32_gguf")"
+q8_gguf="$(make_gguf Q8_0 "$f32_gguf")"
+
+# fsq checkpoints (RTN: the kernels' speed does not depend on how the codes were chosen).
+make_fsq() {  # name quantize-args...
+  local out="$cache/fsq-$1"; shift
+  [[ -f $out/fsq.json ]] || "$fsq" quantize --model "$hf" --out "$out" "$@" --progress off >/dev/null
+  echo "$out"
+}
+w4="$(make_fsq w4g128 --method rtn --bits 4 --group-size 128)"
+w8a8="$(make_fsq w8a8 --method w8a8 --calib-data "$root/../shared/data/tinystories/tinystories_val.txt" \
+  --samples 8 --seq-len 256)"
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+llama_tps() {  # gguf threads -> "tg pp"
+  "$llama/llama-bench" -m "$1" -t "$2" -p 512 -n 64 -r "$reps" -o json 2>/dev/null >"$tmp/lb.json"
+  python3 - "$tmp/lb.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
+pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
+print(f"{tg:.1f} {pp:.1f}")
+PY
+}
+fsq_tps() {  # model threads -> "tg pp"
+  "$fsq" eval --model "$1" --speed-only --threads "$2" --progress off --json "$tmp/fsq.json" >/dev/null
+  python3 - "$tmp/fsq.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["speed"]
+tg = next(d["tokens_per_s"] for d in s["decode"] if d["batch"] == 1)
+pp = next(p["tokens_per_s"] for p in s["prefill"] if p["tokens"] == 512)
+print(f"{tg:.1f} {pp:.1f}")
+PY
+}
+
+echo "SmolLM2-135M: fsq $("$fsq" --version | awk '{print $2, $3, $4}') vs llama.cpp ($(head -n 1 "$llama/../VERSION"))"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+printf '%-8s %-3s | %-10s %9s %9s | %-10s %9s %9s | %7s %7s\n' precision thr "llama.cpp" "tg64" "pp512" \
+  fsq "decode" "pp512" "tg x" "pp x"
+for t in $threads_list; do
+  for pair in "f32:$f32_gguf:$hf" "q4:$q4_gguf:$w4" "q8:$q8_gguf:$w8a8"; do
+    IFS=: read -r label gguf model <<<"$pair"
+    read -r ltg lpp <<<"$(llama_tps "$gguf" "$t")"
+    read -r ftg fpp <<<"$(fsq_tps "$model" "$t")"
+    case $label in f32) ln=F32; fn=f32 ;; q4) ln=Q4_0; fn=w4g128 ;; q8) ln=Q8_0; fn=w8a8 ;; esac
+    printf '%-8s %-3s | %-10s %9s %9s | %-10s %9s %9s | %7.2f %7.2f\n' "$label" "$t" "$ln" "$ltg" "$lpp" "$fn" \
+      "$ftg" "$fpp" "$(python3 -c "print($ftg / $ltg)")" "$(python3 -c "print($fpp / $lpp)")"
+  done
+done
+echo "tok/s; llama.cpp: llama-bench averages of $reps runs; fsq: medians after warm-up (fsq eval --speed-only)"
