@@ -85,7 +85,8 @@ fp_row() {
   done
   echo
 }
-fp_row
+# FSQ_SKIP_FP=1: no fp row (its numbers do not change between runs of the same texts).
+[[ ${FSQ_SKIP_FP:-0} == 1 ]] || fp_row
 fisher="$work/fisher.safetensors"
 for c in $configs; do
   IFS=: read -r method bits group <<<"$c"
