@@ -18,6 +18,19 @@ std::span<const float> float_span(const TensorView& v) {
   return {reinterpret_cast<const float*>(v.data), static_cast<size_t>(v.numel())};
 }
 
+CalibrationFile CalibrationFile::open_for_model(const std::filesystem::path& path, const std::string& weights_sha256,
+                                                const std::string& remedy) {
+  CalibrationFile calib = open(path);
+  const auto& prov = calib.provenance();
+  const std::string recorded = prov.contains("model_sha256") && prov["model_sha256"].is_string()
+                                   ? prov["model_sha256"].get<std::string>()
+                                   : std::string("(none)");
+  if (recorded != weights_sha256)
+    throw Error(path.string(), "was calibrated on other weights (model_sha256 " + recorded.substr(0, 12) +
+                                   "..., this model's is " + weights_sha256.substr(0, 12) + "...); " + remedy);
+  return calib;
+}
+
 bool CalibrationFile::is_calibration_file(const SafetensorsFile& file) {
   auto it = file.metadata().find("fsq.kind");
   return it != file.metadata().end() && it->second == kCalibKind;

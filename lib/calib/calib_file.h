@@ -44,6 +44,10 @@ class CalibrationFile {
   // Validates kind, version, provenance and that every tensor the layout names is present,
   // F32 and of a consistent shape; throws fsq::Error naming the file otherwise.
   static CalibrationFile open(const std::filesystem::path& path);
+  // open(), and also refuses a file calibrated on other weights than `weights_sha256` (its
+  // provenance's model_sha256); the error ends with `remedy` ("run fsq calibrate on ...").
+  static CalibrationFile open_for_model(const std::filesystem::path& path, const std::string& weights_sha256,
+                                        const std::string& remedy);
   // True when `path` is a safetensors file whose metadata says it is a calibration file.
   static bool is_calibration_file(const SafetensorsFile& file);
 

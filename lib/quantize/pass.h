@@ -22,6 +22,7 @@
 namespace fsq {
 
 struct ArchSpec;
+class CalibrationFile;
 struct DecoderLayer;
 struct ModelConfig;
 struct RopeTables;
@@ -41,6 +42,10 @@ struct PassContext {
   // Calibration tokens each search forward may use (0: all). A pass takes whole windows
   // where its block needs them (attention), evenly spread tokens otherwise.
   int64_t search_tokens = 8192;
+
+  // Per-channel input statistics from a calibration file (fsq calibrate), for passes that can
+  // work from them when the pipeline runs no calibration windows (SmoothQuant, fixed alpha).
+  const CalibrationFile* activation_stats = nullptr;
 
   // The quant type of a linear with `cols` inputs (quant_for_columns: group-size fallback).
   UniformQuant quant_for(int64_t cols) const;

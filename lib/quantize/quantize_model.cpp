@@ -224,15 +224,23 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   validate_uniform_quant(quant, "--bits/--group-size");
   if (int8_activations && cfg.pass_options.act_quant == ActivationQuant::None)
     throw Error("--act-quant", "--method " + cfg.method + " quantizes activations: use per-token or per-tensor");
-  if (pass_info.needs_calibration && !cfg.calib_data)
-    throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)");
+  // W8A8 passes with a fixed alpha can take their activation ranges from a calibration
+  // file (fsq calibrate) instead of running calibration windows here.
+  const bool stats_from_file = int8_activations && cfg.calib_file.has_value();
+  if (stats_from_file && !cfg.pass_options.smooth_alpha && cfg.method == "smoothquant")
+    throw Error("--alpha", "auto searches on calibration activations, which a --calib file does not hold; give "
+                           "--calib-data TEXT instead, or a fixed --alpha");
+  const bool run_calibration = pass_info.needs_calibration && !stats_from_file;
+  if (run_calibration && !cfg.calib_data)
+    throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)" +
+                                    (int8_activations ? " or a calibration file (--calib, from fsq calibrate)" : ""));
   const bool lut = pass_info.lookup_table;
   const bool use_fisher = lut && lut_needs_fisher(cfg.lut);
   if (lut && !lut_bits_supported(cfg.quant.bits))
     throw Error("--bits", "--method " + cfg.method + " stores 3- or 4-bit codes", "3 or 4", std::to_string(cfg.quant.bits));
-  if (cfg.calib_file && !lut)
-    throw Error("--calib", "only --method squeezellm reads a calibration file; --method " + cfg.method +
-                               " calibrates on --calib-data text");
+  if (cfg.calib_file && !lut && !int8_activations)
+    throw Error("--calib", "only --method squeezellm, smoothquant and w8a8 read a calibration file; --method " +
+                               cfg.method + " calibrates on --calib-data text");
   if (use_fisher && !cfg.calib_file && !cfg.calib_data)
     throw Error("--calib", "--method " + cfg.method +
                                " needs Fisher diagonals: give --calib FILE (from fsq calibrate --fisher) or "
@@ -246,16 +254,20 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   const ModelConfig& mc = ckpt.config();
   const ArchSpec& arch = arch_spec_for(mc.architecture);
   const std::set<std::string> linear_names = linear_weight_names(arch, mc.num_layers);
-  if ((pass_info.needs_calibration || fisher_pass) && cfg.draw.seq_len > mc.max_position_embeddings)
+  if ((run_calibration || fisher_pass) && cfg.draw.seq_len > mc.max_position_embeddings)
     throw Error("--seq-len", "exceeds the model's maximum positions",
                 "<= " + std::to_string(mc.max_position_embeddings), std::to_string(cfg.draw.seq_len));
 
   QuantizeSummary summary;
   summary.dry_run = cfg.dry_run;
-  summary.shape = {cfg.method, pass_info.needs_calibration, quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
+  summary.shape = {cfg.method, run_calibration, quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
   if (int8_activations) summary.shape.act_quant = cfg.pass_options.act_quant;
   std::optional<CalibrationFile> fisher;
   if (use_fisher && cfg.calib_file) fisher = open_fisher_calibration(*cfg.calib_file, ckpt);
+  std::optional<CalibrationFile> activation_stats;
+  if (stats_from_file)
+    activation_stats = CalibrationFile::open_for_model(*cfg.calib_file, ckpt.weights_sha256(),
+                                                       "run fsq calibrate on this model");
   if (lut) {
     summary.shape.lut_bits = cfg.quant.bits;
     summary.shape.sparse_fraction = cfg.lut.dense_only ? 0.0 : (cfg.lut.outlier_pct + cfg.lut.sensitive_pct) / 100.0;
@@ -278,7 +290,9 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
 
   nlohmann::json calibration;  // null for data-free methods
   at::Tensor ids;
-  if (pass_info.needs_calibration) ids = calibration_ids(cfg, calibration);
+  if (run_calibration) ids = calibration_ids(cfg, calibration);
+  if (activation_stats)
+    calibration = {{"stats_file", activation_stats->path().string()}, {"provenance", activation_stats->provenance()}};
 
   if (fisher) calibration = {{"fisher_file", fisher->path().string()}, {"provenance", fisher->provenance()}};
   if (fisher_pass) {
@@ -311,10 +325,10 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
 
   auto shell = LlamaModel::load(ckpt, cfg.runtime, /*with_layers=*/false);
   // Calibration windows run at positions [0, seq_len); data-free passes run no forward.
-  const RopeTables rope = shell->rope(pass_info.needs_calibration ? cfg.draw.seq_len : 0);
+  const RopeTables rope = shell->rope(run_calibration ? cfg.draw.seq_len : 0);
   const auto pass = pass_info.make(cfg.pass_options);
   at::Tensor hidden;
-  if (pass_info.needs_calibration) {
+  if (run_calibration) {
     at::NoGradGuard no_grad;
     std::vector<at::Tensor> parts;
     for (int64_t b = 0; b < ids.size(0); b += cfg.batch_size)
@@ -337,7 +351,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     for (int64_t i = 0; i < mc.num_layers; ++i) {
       if (store.has(i)) {
         summary.resumed_layers += 1;
-        if (pass_info.needs_calibration && later_layers_pending(i)) {
+        if (run_calibration && later_layers_pending(i)) {
           DecoderLayer saved = shell->load_layer(ckpt, i);
           if (cfg.quantized_inputs) use_stored_values(saved, arch, store.load(i));
           hidden = run_fp_layer(saved, hidden, rope, mc, i, cfg.batch_size, false).output;
@@ -354,17 +368,18 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         continue;
       }
       LayerRun run;
-      if (pass_info.needs_calibration) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
+      if (run_calibration) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
       PassContext ctx{mc, arch, rope, i, quant, cfg.batch_size, cfg.search_tokens};
+      if (activation_stats) ctx.activation_stats = &*activation_stats;
       PassResult result = pass->run(layer, run.acts, ctx);
       StoredLayer stored = quantize_layer(layer, arch, quant, result.report);
       for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
       store.save(i, stored);
       count_saved_layer();
-      if (pass_info.needs_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
+      if (run_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
         use_stored_values(layer, arch, stored);
         hidden = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, false).output;
-      } else if (pass_info.needs_calibration) {
+      } else if (run_calibration) {
         hidden = run.output;
       }
       malloc_trim(0);

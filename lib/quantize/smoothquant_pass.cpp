@@ -4,6 +4,9 @@
 
 #include <limits>
 
+#include "calib/calib_file.h"
+#include "common/error.h"
+#include "formats/architectures.h"
 #include "quantize/group_fold.h"
 #include "quantize/layer_values.h"
 #include "quantize/smoothquant.h"
@@ -36,10 +39,49 @@ Choice search_alpha(const at::Tensor& x, const std::vector<at::Tensor>& weights,
   return best;
 }
 
+// Without calibration activations: smoothing from the calibration file's per-channel input
+// absmax (fixed alpha only; the pipeline refuses auto), and the static scale's range as
+// max_j absmax_j / s_j, the largest |x / s| those statistics allow.
+PassResult smooth_from_file(DecoderLayer& layer, const PassContext& ctx, std::optional<double> alpha, bool smooth) {
+  if (!ctx.activation_stats) throw Error(kWho, "needs calibration activations or a calibration file");
+  PassResult result;
+  for (const LinearGroup& group : ctx.arch.groups) {
+    const std::string first = layer_name(ctx.arch.linear(group.roles.front()).pattern, ctx.layer);
+    const auto stats = ctx.activation_stats->input_stats(first);
+    if (!stats) throw Error(ctx.activation_stats->path().string(), "has no input statistics for " + first);
+    const at::Tensor x_absmax =
+        at::from_blob(const_cast<float*>(stats->absmax.data()), {static_cast<int64_t>(stats->absmax.size())},
+                      at::kFloat)
+            .clone();
+    std::vector<at::Tensor> weights;
+    for (const auto& role : group.roles) weights.push_back(dense_linear(layer, role, kWho).weight().to(at::kFloat));
+    if (x_absmax.size(0) != weights.front().size(1))
+      throw Error(ctx.activation_stats->path().string(), first + kInputAbsmax + " does not match the linear's inputs");
+    nlohmann::json entry = {{"stats", "calibration file"}};
+    at::Tensor s = at::ones_like(x_absmax);
+    const std::string blocker =
+        smooth ? group_fold_blocker(layer, group, x_absmax.size(0), kWho) : std::string("naive W8A8: no smoothing");
+    if (blocker.empty()) {
+      if (!alpha) throw Error("--alpha", "auto needs calibration activations");
+      s = smoothing_scales(x_absmax, weight_column_absmax(weights), *alpha);
+      fold_group_scales(layer, ctx.arch, group, s, kWho);
+      entry.update({{"smoothed", true}, {"alpha", *alpha}, {"searched", false}});
+    } else {
+      entry.update({{"smoothed", false}, {"reason", blocker}});
+    }
+    const float absmax = (x_absmax / s).max().item<float>();
+    for (const auto& role : group.roles) result.input_absmax[role] = absmax;
+    entry["input_absmax"] = absmax;
+    result.report[group.name] = entry;
+  }
+  return result;
+}
+
 }  // namespace
 
 PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const {
   at::NoGradGuard no_grad;
+  if (acts.groups.empty()) return smooth_from_file(layer, ctx, alpha_, smooth_);
   PassResult result;
   for (const LinearGroup& group : ctx.arch.groups) {
     const at::Tensor x = acts.groups.at(group.name);

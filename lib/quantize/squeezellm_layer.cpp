@@ -11,17 +11,10 @@
 namespace fsq {
 
 CalibrationFile open_fisher_calibration(const std::filesystem::path& path, const Checkpoint& ckpt) {
-  CalibrationFile calib = CalibrationFile::open(path);
+  CalibrationFile calib =
+      CalibrationFile::open_for_model(path, ckpt.weights_sha256(), "run fsq calibrate --fisher on this model");
   if (!calib.has_fisher())
     throw Error(path.string(), "holds no Fisher diagonals; make it with fsq calibrate --fisher");
-  const auto& prov = calib.provenance();
-  const std::string recorded = prov.contains("model_sha256") && prov["model_sha256"].is_string()
-                                   ? prov["model_sha256"].get<std::string>()
-                                   : std::string("(none)");
-  if (recorded != ckpt.weights_sha256())
-    throw Error(path.string(), "was calibrated on other weights (model_sha256 " + recorded.substr(0, 12) +
-                                   "..., this model's is " + ckpt.weights_sha256().substr(0, 12) +
-                                   "...); run fsq calibrate --fisher on this model");
   return calib;
 }
 

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "calib/calibrate.h"
 #include "common/error.h"
 #include "formats/checkpoint.h"
 #include "formats/packed_checkpoint.h"
@@ -93,6 +94,49 @@ TEST(SmoothQuantPipeline, NaiveW8A8FailsOnOutliersAndSmoothQuantRecovers) {
   EXPECT_LT(smooth, kSmoothFactor * baseline);
   EXPECT_LT(smooth, naive / kNaiveFactor);
   EXPECT_LT(error_of(fx, "smoothquant", ActivationQuant::PerTensor), error_of(fx, "w8a8", ActivationQuant::PerTensor));
+}
+
+// With a fixed alpha the activation ranges can come from fsq calibrate's file instead of a
+// calibration run: layer 0 sees the same windows either way, so its smoothed norm is the
+// same bytes; the model stays as close to fp as the activation-based run. Auto needs
+// activations and is refused.
+TEST(SmoothQuantPipeline, CalibrationFileGivesTheSameSmoothing) {
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
+  set_threads(1);
+  Fixture fx("sq-calibfile", 96, /*tokenizer=*/true, kOutlierChannels, kOutlierGain);
+  const QuantizeConfig from_text = fx.config("from-text", "smoothquant");
+  CalibrateConfig c;
+  c.model = fx.model;
+  c.data = *from_text.calib_data;
+  c.out = fx.dir / "calib.safetensors";
+  c.draw = from_text.draw;
+  c.batch_size = from_text.batch_size;
+  run_calibration(c);
+  QuantizeConfig from_file = fx.config("from-file", "smoothquant");
+  from_file.calib_data.reset();
+  from_file.calib_file = c.out;
+  lines_of(from_text);
+  lines_of(from_file);
+  const PackedCheckpoint a = PackedCheckpoint::open(from_text.out), b = PackedCheckpoint::open(from_file.out);
+  const std::string norm = "model.layers.0.input_layernorm.weight";
+  const TensorView* na = a.weights().find(norm);
+  const TensorView* nb = b.weights().find(norm);
+  ASSERT_TRUE(na && nb);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(na->data), na->nbytes),
+            std::string(reinterpret_cast<const char*>(nb->data), nb->nbytes));
+  at::manual_seed(4);
+  const at::Tensor ids = at::randint(0, 512, {2, 32}, at::kLong);
+  const at::Tensor fp = logits_of(fx.model, ids);
+  // Later layers calibrate on fp (file) vs quantized (run) inputs: close, not equal.
+  constexpr double kSameQualityFactor = 1.5;
+  EXPECT_LT(relative_error(logits_of(from_file.out, ids), fp),
+            kSameQualityFactor * relative_error(logits_of(from_text.out, ids), fp));
+
+  QuantizeConfig auto_alpha = from_file;
+  auto_alpha.out = fx.dir / "auto";
+  auto_alpha.pass_options.smooth_alpha = std::nullopt;
+  EXPECT_THROW(lines_of(auto_alpha), Error);
+  EXPECT_FALSE(fs::exists(auto_alpha.out));
 }
 
 TEST(SmoothQuantPipeline, RefusesAnUnquantizedActivationMode) {

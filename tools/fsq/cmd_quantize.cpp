@@ -128,7 +128,8 @@ Command add_quantize_command(CLI::App& root) {
       ->check(CLI::ExistingPath);
   app->add_option("--calib", f->calib_file,
                   "squeezellm: calibration file with Fisher diagonals from fsq calibrate --fisher (without it, "
-                  "quantize runs the Fisher pass on --calib-data first)")
+                  "quantize runs the Fisher pass on --calib-data first); smoothquant/w8a8 with a fixed --alpha: "
+                  "the activation ranges from fsq calibrate instead of --calib-data")
       ->check(CLI::ExistingFile);
   app->add_option("--outlier-pct", f->lut.outlier_pct,
                   "squeezellm: percent of each row's values, the most extreme, kept exact in the sparse part")
