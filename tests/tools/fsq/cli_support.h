@@ -67,4 +67,10 @@ struct Quality {
 // the report is written beside the model (<model>.eval.json).
 Quality evaluate_against_stories260k(const std::filesystem::path& model);
 
+// Quantizes the SmolLM2 fixture into dir / name with `options` (one thread; the plan must
+// bracket the measured peak) and returns the mean KL against the unquantized model on the
+// first 2 windows of 1024 TinyStories tokens (protocol gptq, one thread).
+double smollm2_quantized_kl(const std::filesystem::path& dir, const std::string& name,
+                            const std::vector<std::string>& options);
+
 }  // namespace fsq::clitest

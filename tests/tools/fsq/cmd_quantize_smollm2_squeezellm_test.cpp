@@ -47,21 +47,8 @@ class CliQuantizeSmolLM2SqueezeLlm : public ::testing::Test {
     return out;
   }
 
-  // Quantizes with `options` and returns the mean KL on the first 2 x 1024 TinyStories tokens.
-  static double kl(const std::string& name, std::vector<std::string> options) {
-    const fs::path out = dir_ / name, json = dir_ / (name + ".quantize.json");
-    std::vector<std::string> args = {"quantize", "--model", testing::smollm2_hf().string(), "--out", out.string(),
-                                     "--threads", "1", "--progress", "off", "--json", json.string()};
-    args.insert(args.end(), options.begin(), options.end());
-    RunResult q = run_fsq(args);
-    EXPECT_EQ(q.exit_code, 0) << q.err;
-    if (q.exit_code == 0) expect_plan_brackets_peak_rss(json);
-    const fs::path report = dir_ / (name + ".eval.json");
-    RunResult e = run_fsq({"eval", "--model", out.string(), "--compare", testing::smollm2_hf().string(), "--data",
-                           tinystories_val().string(), "--seq-len", "1024", "--max-windows", "2", "--threads", "1",
-                           "--no-speed", "--progress", "off", "--json", report.string()});
-    EXPECT_EQ(e.exit_code, 0) << e.err;
-    return read_json(report)["compare"]["mean_kl"].get<double>();
+  static double kl(const std::string& name, const std::vector<std::string>& options) {
+    return smollm2_quantized_kl(dir_, name, options);
   }
 
   static fs::path dir_;
