@@ -21,6 +21,7 @@
 #include "formats/quant/quant_types.h"
 #include "formats/tokenizer.h"
 #include "quantize/fake_quant.h"
+#include "quantize/intonly_ranges.h"
 #include "quantize/layer_inputs.h"
 #include "quantize/layer_values.h"
 #include "quantize/layer_store.h"
@@ -148,7 +149,7 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"act_quant", activation_quant_label(p.act_quant)},
                     {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
                     {"search_tokens", cfg.search_tokens}});
-    if (cfg.method == "smoothquant")
+    if (cfg.method == "smoothquant" || cfg.method == "intonly")
       options["alpha"] = p.smooth_alpha ? nlohmann::json(*p.smooth_alpha) : nlohmann::json("auto");
   } else {
     options.update({{"quant_type", uniform_quant_name(cfg.quant)},
@@ -163,6 +164,8 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
 
 // StoredLayer::vectors key suffix of a linear's largest calibration |input| (W8A8 passes).
 constexpr const char* kInputAbsmaxKey = ".input_absmax";
+// StoredLayer::vectors key of the integer-only ranges ([kIntonlyRangeCount], IntonlyRange order).
+constexpr const char* kIntonlyRangesKey = "intonly_ranges";
 
 // A W8A8 linear: its activation quantization and, static, the scale from calibration.
 void set_activation_quant(QuantizedLinearToWrite& linear, ActivationQuant mode, const StoredLayer& stored,
@@ -224,6 +227,8 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   validate_uniform_quant(quant, "--bits/--group-size");
   if (int8_activations && cfg.pass_options.act_quant == ActivationQuant::None)
     throw Error("--act-quant", "--method " + cfg.method + " quantizes activations: use per-token or per-tensor");
+  if (pass_info.integer_only && cfg.pass_options.act_quant != ActivationQuant::PerTensor)
+    throw Error("--act-quant", "--method " + cfg.method + " needs static activation scales: use per-tensor");
   if (pass_info.needs_calibration && !cfg.calib_data)
     throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)");
   const bool lut = pass_info.lookup_table;
@@ -359,9 +364,23 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       PassResult result = pass->run(layer, run.acts, ctx);
       StoredLayer stored = quantize_layer(layer, arch, quant, result.report);
       for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
-      store.save(i, stored);
-      count_saved_layer();
-      if (pass_info.needs_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
+      if (pass_info.integer_only) {
+        // The ranges of the layer as stored, on the inputs it sees (the quantized layers' outputs
+        // with quantized_inputs); that run's output also feeds the next layer.
+        use_stored_values(layer, arch, stored);
+        IntonlyRangeRun ranges = measure_intonly_ranges(layer, hidden, rope, mc, i, cfg.batch_size);
+        stored.vectors[kIntonlyRangesKey] = ranges.ranges;
+        stored.report["intonly_ranges"] = ranges.ranges;
+        store.save(i, stored);
+        count_saved_layer();
+        hidden = cfg.quantized_inputs ? ranges.output : run.output;
+      } else {
+        store.save(i, stored);
+        count_saved_layer();
+      }
+      if (pass_info.integer_only) {
+        // done above
+      } else if (pass_info.needs_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
         use_stored_values(layer, arch, stored);
         hidden = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, false).output;
       } else if (pass_info.needs_calibration) {
@@ -395,6 +414,11 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     };
     add_vector(layer_name(arch.input_norm.hf, i), stored.vectors.at("input_norm"));
     add_vector(layer_name(arch.post_attn_norm.hf, i), stored.vectors.at("post_attn_norm"));
+    if (auto r = stored.vectors.find(kIntonlyRangesKey); r != stored.vectors.end()) {
+      const std::string name = layer_name(arch.layer_prefix + kIntonlyRangesSuffix, i);
+      rewritten.push_back(encode(r->second, DType::F32, name));
+      packed.dense.push_back({name, DType::F32, {static_cast<int64_t>(r->second.size())}, rewritten.back()});
+    }
     const nlohmann::json options = {{"report", stored.report}};
     auto add_bias = [&](const std::string& role, const std::string& base) {
       if (auto b = stored.vectors.find(role + ".bias"); b != stored.vectors.end()) add_vector(base + ".bias", b->second);
