@@ -364,22 +364,20 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       PassResult result = pass->run(layer, run.acts, ctx);
       StoredLayer stored = quantize_layer(layer, arch, quant, result.report);
       for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
+      at::Tensor next;  // the next layer's input, when the range run computed it
       if (pass_info.integer_only) {
-        // The ranges of the layer as stored, on the inputs it sees (the quantized layers' outputs
-        // with quantized_inputs); that run's output also feeds the next layer.
+        // The ranges of the layer as stored, on the inputs it sees; with quantized_inputs that
+        // run's output also feeds the next layer.
         use_stored_values(layer, arch, stored);
         IntonlyRangeRun ranges = measure_intonly_ranges(layer, hidden, rope, mc, i, cfg.batch_size);
         stored.vectors[kIntonlyRangesKey] = ranges.ranges;
         stored.report["intonly_ranges"] = ranges.ranges;
-        store.save(i, stored);
-        count_saved_layer();
-        hidden = cfg.quantized_inputs ? ranges.output : run.output;
-      } else {
-        store.save(i, stored);
-        count_saved_layer();
+        if (cfg.quantized_inputs) next = ranges.output;
       }
-      if (pass_info.integer_only) {
-        // done above
+      store.save(i, stored);
+      count_saved_layer();
+      if (next.defined()) {
+        hidden = next;
       } else if (pass_info.needs_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
         use_stored_values(layer, arch, stored);
         hidden = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, false).output;
