@@ -226,12 +226,15 @@ at::Tensor DecoderLayer::attention(const at::Tensor& x, const RopeTables& rope, 
 }
 
 at::Tensor DecoderLayer::mlp(const at::Tensor& y, LayerTap* tap) const {
-  const at::Tensor g = gate->forward(y), u = up->forward(y);
-  if (tap) {
-    tap->range_point(kRangeGate, g);
-    tap->range_point(kRangeUp, u);
+  at::Tensor act;
+  {  // gate and up outputs die here, before down_proj runs (peak memory)
+    const at::Tensor g = gate->forward(y), u = up->forward(y);
+    if (tap) {
+      tap->range_point(kRangeGate, g);
+      tap->range_point(kRangeUp, u);
+    }
+    act = at::silu(g) * u;
   }
-  at::Tensor act = at::silu(g) * u;
   if (tap) tap->group_input("mlp_out", act);
   return down->forward(act);
 }
