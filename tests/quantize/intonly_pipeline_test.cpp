@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "folder_digest.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/tokenizer.h"
 #include "pipeline_fixture.h"
@@ -175,6 +176,22 @@ TEST_F(IntonlyPipeline, BitIdenticalAcrossRunsAndThreadCounts) {
   EXPECT_TRUE(at::equal(one, two));
   // A row's logits depend only on its window: batching does not change them.
   EXPECT_TRUE(at::equal(one.narrow(0, 1, 1), model->forward(ids.narrow(0, 1, 1))));
+}
+
+TEST_F(IntonlyPipeline, ResumedRunWritesTheSameBytes) {
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
+  set_threads(1);
+  QuantizeConfig interrupted = fx_->config("intonly-resumed", "intonly");
+  interrupted.pass_options.act_quant = ActivationQuant::PerTensor;
+  interrupted.stop_after_layers = 1;
+  EXPECT_THROW(lines_of(interrupted), Error);
+  EXPECT_TRUE(fs::exists(fx_->dir / "intonly-resumed.partial" / "layer_00000.safetensors"));
+  interrupted.stop_after_layers = -1;
+  QuantizeSummary summary;
+  lines_of(interrupted, &summary);
+  EXPECT_EQ(summary.resumed_layers, 1);
+  // The saved layer carries its ranges, and the resumed layers are calibrated on the same inputs.
+  EXPECT_EQ(testing::folder_digest(fx_->dir / "intonly-resumed"), testing::folder_digest(fx_->dir / "intonly"));
 }
 
 TEST(IntonlyPipelineOptions, RefusesDynamicActivations) {
