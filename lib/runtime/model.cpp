@@ -284,8 +284,9 @@ at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache) const {
   const RopeTables rope = rope_->tables(start + ids.size(1));
   if (intonly_) {
     if (cache)
-      throw Error("forward", "the integer-only path evaluates whole windows without a KV cache; decode speed is "
-                             "measured on the float path of the same checkpoint (RuntimeOptions::integer_only = false)");
+      throw Error("forward", "the integer-only path evaluates whole windows without a KV cache; decoding with a "
+                             "cache runs the checkpoint's w8a8static float path (RuntimeOptions::integer_only = "
+                             "false, as fsq generate does)");
     return head(intonly_->forward(h, rope));
   }
   for (size_t i = 0; i < layers_.size(); ++i)

@@ -2,7 +2,8 @@
 // --compare against the unquantized model through the integer-only decoder layers (bos-window,
 // the first 32 x 256 tokens of tinystories_val; calibration on its last 200 KB), its report
 // lists what ran in integers and what in floating point, speed is skipped with a reason
-// rather than run on a KV cache the path does not have, and --act-quant per-token is refused.
+// rather than run on a KV cache the path does not have (generate decodes on the float path),
+// and --act-quant per-token is refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,6 +97,11 @@ TEST_F(CliQuantizeIntonly, EvalSkipsSpeedWithAReason) {
   const nlohmann::json report = read_json(json);
   EXPECT_FALSE(report["speed"].contains("decode"));
   EXPECT_NE(report["speed"]["skipped"].get<std::string>().find("KV cache"), std::string::npos);
+  // Generation decodes with a KV cache: it runs the checkpoint's float path and says so.
+  r = run_fsq({"generate", "--model", out.string(), "--prompt", "Once upon a time", "-n", "8", "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("generation runs its w8a8static float path"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
 }
 
 TEST_F(CliQuantizeIntonly, RefusesDynamicActivations) {
