@@ -106,7 +106,11 @@ IntonlyLayer::IntonlyLayer(const DecoderLayer& layer, const ModelConfig& cfg, co
   const auto range = [&](IntonlyRange r) { return static_cast<double>(ranges[r]); };
   s_res_ = std::max({range(kRangeResidualIn), range(kRangeResidualMid), range(kRangeResidualOut)}) /
            static_cast<double>(int64_t{1} << kResidualBits);
-  const double s_q = range(kRangeQ) / kInt8Max, s_k = range(kRangeK) / kInt8Max, s_v = range(kRangeV) / kInt8Max;
+  if (head_dim_ > cpu::kMaxQkHeadDim)
+    throw Error(where(index), "head_dim " + std::to_string(head_dim_) + " above the integer attention's " +
+                                  std::to_string(cpu::kMaxQkHeadDim) + " (exact int32 scores)");
+  const double s_q = range(kRangeQ) / cpu::kQkCodeMax, s_k = range(kRangeK) / cpu::kQkCodeMax;
+  const double s_v = range(kRangeV) / kInt8Max;
   const double s_gate = range(kRangeGate) / static_cast<double>(int64_t{1} << kMlpCodeBits);
   const double s_up = range(kRangeUp) / static_cast<double>(int64_t{1} << kMlpCodeBits);
 
@@ -153,18 +157,19 @@ void IntonlyLayer::forward(int32_t* h, int64_t batch, int64_t tokens, const Fixe
   auto rotate = [&](const IntonlyLinear& l, int64_t heads) {
     std::vector<int32_t> pre(static_cast<size_t>(m * l.rows));
     requantize_rows(l, gemm(l, x.data(), m, index_), m, INT32_MAX, pre.data());
-    std::vector<int8_t> out(pre.size());
+    std::vector<int16_t> out(pre.size());
     for (int64_t b = 0; b < batch; ++b)
       check_kernel_status(cpu::irope(pre.data() + b * tokens * l.rows, tokens, heads, D, rope.cos.data(),
-                                     rope.sin.data(), 0, kRopeExtraBits, out.data() + b * tokens * l.rows),
+                                     rope.sin.data(), 0, kRopeExtraBits, cpu::kQkCodeMax,
+                                     out.data() + b * tokens * l.rows),
                           where(index_));
     return out;
   };
-  const std::vector<int8_t> q8 = rotate(q_, heads_), k8 = rotate(k_, kv_heads_);
+  const std::vector<int16_t> q16 = rotate(q_, heads_), k16 = rotate(k_, kv_heads_);
   std::vector<int8_t> v8(static_cast<size_t>(m * v_.rows));
   requantize_rows(v_, gemm(v_, x.data(), m, index_), m, kInt8Max, v8.data());
   std::vector<int8_t> attn(static_cast<size_t>(m * heads_ * D));
-  check_kernel_status(cpu::iattention(q8.data(), k8.data(), v8.data(), {batch, tokens, heads_, kv_heads_, D},
+  check_kernel_status(cpu::iattention(q16.data(), k16.data(), v8.data(), {batch, tokens, heads_, kv_heads_, D},
                                       score_exp_, kProbFracBits, attn_to_int8_, attn.data()),
                       where(index_));
   add_residual(o_, gemm(o_, attn.data(), m, index_), m, h);

@@ -9,9 +9,10 @@
 //   q/k/v/o/gate/   cpu::int8_gemm_int32 (int8 x int8 -> exact int32), a bias added as int32
 //   up/down         codes of the accumulator scale, then dyadic requantization per output
 //                   channel to the next operation's scale
-//   RoPE            q, k requantized to int32 at S_q 2^-kRopeExtraBits (S_q = range / 127),
-//                   Q14 cos/sin tables, integer multiply + rounding shift to int8 at S_q
-//   attention       int8 q.k -> int32 scores (1/sqrt(d) folded into the i-exp input scale),
+//   RoPE            q, k requantized to int32 at S_q 2^-kRopeExtraBits (S_q = range /
+//                   cpu::kQkCodeMax), Q14 cos/sin tables, integer multiply + rounding shift to
+//                   12-bit codes (int16) at S_q: int8 keys were the path's largest error
+//   attention       12-bit q.k -> exact int32 scores (1/sqrt(d) folded into the i-exp scale),
 //                   causal rows, i-softmax to Q15 probabilities, probs x int8 v -> int64,
 //                   requantized to int8 at o_proj's input scale
 //   SiLU, product   gate, up requantized to int16-range codes at range / 2^kMlpCodeBits,
@@ -37,7 +38,7 @@ struct DecoderLayer;
 struct ModelConfig;
 
 inline constexpr int kResidualBits = 22;     // residual codes: range -> 2^22
-inline constexpr int kRopeExtraBits = 8;     // q/k before RoPE: 8 more bits than the int8 result
+inline constexpr int kRopeExtraBits = 8;     // q/k before RoPE: 8 more bits than the RoPE result
 inline constexpr int kMlpCodeBits = 13;      // gate/up codes: range -> 2^13, saturated at int16
 inline constexpr int kSigmoidFracBits = 16;  // integer SiLU's sigmoid, Q16
 inline constexpr int kProbFracBits = cpu::kSoftmaxI16FracBits;  // softmax probabilities, Q15

@@ -75,7 +75,7 @@ at::Tensor IntonlyStack::forward(const at::Tensor& embedded, const RopeTables& r
 const std::vector<std::string>& IntonlyStack::integer_ops() {
   static const std::vector<std::string> ops = {
       "rmsnorm (i-RMSNorm, int16 gains)", "q/k/v/o/gate/up/down int8 matmul (int32 accumulators, dyadic requantization)",
-      "rope (Q14 tables)", "attention scores (int8 q.k)", "softmax (i-softmax, Q15)", "attention x v (Q15 x int8)",
+      "rope (Q14 tables)", "attention scores (12-bit q.k, int32)", "softmax (i-softmax, Q15)", "attention x v (Q15 x int8)",
       "silu (i-SiLU) and the product with up", "residual adds (int32)"};
   return ops;
 }

@@ -266,7 +266,7 @@ std::map<std::string, int64_t> LlamaModel::matmul_kinds() const {
     }
   if (intonly_) {
     const int64_t per_layer = 2;  // q.k scores and probs x v, per decoder layer
-    kinds["attention q.k and probs x v: integer-only (int8 x int8, Q15 x int8)"] +=
+    kinds["attention q.k and probs x v: integer-only (12-bit x 12-bit, Q15 x int8)"] +=
         per_layer * static_cast<int64_t>(layers_.size());
   }
   kinds["lm_head: " + without_shape(lm_head_->describe())] += 1;

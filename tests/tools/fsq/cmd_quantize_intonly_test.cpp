@@ -16,13 +16,12 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr size_t kCalibBytes = 200'000;
-// Mean KL measured 2026-11-25: integer-only 0.0143 (top-1 0.938), SmoothQuant w8a8static
-// (the same weights and linear input scales on the float path) 0.0057. The integer path adds
-// int8 roundings of q, k and v (head_dim 8 here, so each attention logit sums only 8
-// products) and the i-exp / i-SiLU approximations. The bounds catch a broken integer path
-// (a wrong scale gives KL > 1), not small drifts.
+// Mean KL measured 2026-11-25: integer-only 0.00577 (top-1 0.956), SmoothQuant w8a8static (the
+// same weights and linear input scales on the float path) 0.00574 (top-1 0.961); with int8 q
+// and k the integer path was at 0.0143, which the factor bound catches. The absolute bound
+// catches a broken integer path (a wrong scale gives KL > 1).
 constexpr double kMaxIntonlyKl = 0.05;
-constexpr double kMaxKlFactorVsSmoothQuantStatic = 5.0;
+constexpr double kMaxKlFactorVsSmoothQuantStatic = 1.5;
 constexpr int64_t kStories260kLinears = 5 * 7;  // 5 layers x q, k, v, o, gate, up, down
 
 class CliQuantizeIntonly : public ::testing::Test {
