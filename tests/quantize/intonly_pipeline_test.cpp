@@ -194,6 +194,32 @@ TEST_F(IntonlyPipeline, ResumedRunWritesTheSameBytes) {
   EXPECT_EQ(testing::folder_digest(fx_->dir / "intonly-resumed"), testing::folder_digest(fx_->dir / "intonly"));
 }
 
+// Qwen2 has q/k/v biases: the integer path adds them to the int32 accumulators as codes of the
+// accumulator scale (round(b / (S_x S_w)), an error of half an accumulator step).
+TEST(IntonlyPipelineBias, Qwen2BiasesRunInIntegers) {
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
+  set_threads(1);
+  Fixture fx("intonly-qwen2", 96, /*tokenizer=*/true);
+  testing::TinyModelSpec spec;
+  spec.architecture = "Qwen2ForCausalLM";
+  spec.hidden = 64;
+  spec.intermediate = 96;
+  spec.layers = 3;
+  spec.vocab = 512;
+  spec.max_positions = 256;
+  testing::write_tiny_model(fx.model, spec);  // replaces the LLaMA weights, keeps the tokenizer
+  QuantizeConfig cfg = fx.config("intonly", "intonly");
+  cfg.pass_options.act_quant = ActivationQuant::PerTensor;
+  lines_of(cfg);
+  const ModelFiles files = ModelFiles::open(cfg.out);
+  ASSERT_NE(files.packed->find_linear("model.layers.0.self_attn.q_proj")->bias, nullptr);
+  const at::Tensor ids = text_ids(fx, 2, 24);
+  const at::Tensor integer = load(files, true)->forward(ids), float_path = load(files, false)->forward(ids);
+  const double err = relative_error(integer, float_path);
+  std::printf("qwen2 logits: integer vs float path %.4f\n", err);
+  EXPECT_LT(err, kMaxLogitsVsFloatPath);
+}
+
 TEST(IntonlyPipelineOptions, RefusesDynamicActivations) {
   set_threads(1);
   Fixture fx("intonly-bad", 96, false);
