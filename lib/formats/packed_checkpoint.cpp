@@ -268,6 +268,22 @@ PackedLinear read_linear(const std::string& name, const json& entry, const Safet
   return l;
 }
 
+// An integer-only range tensor: F32 [kIntonlyRangeCount], every value finite and > 0 (the
+// runtime divides by them to get its static scales).
+void check_intonly_ranges(const TensorView& t, const std::string& where) {
+  if (t.dtype != DType::F32 || t.shape != std::vector<int64_t>{kIntonlyRangeCount})
+    throw Error(where, "tensor " + quote_name(t.name) + " must be F32 [" + std::to_string(kIntonlyRangeCount) +
+                           "] (integer-only activation ranges), got " + std::string(dtype_name(t.dtype)) + " " +
+                           shape_text(t.shape));
+  for (int i = 0; i < kIntonlyRangeCount; ++i) {
+    float v;
+    std::memcpy(&v, t.data + 4 * i, sizeof v);
+    if (!(std::isfinite(v) && v > 0))
+      throw Error(where, "tensor " + quote_name(t.name) + ": range " + std::to_string(i) + " is " +
+                             std::to_string(v) + "; integer-only ranges must be finite and > 0");
+  }
+}
+
 // Every tensor in the file is listed in fsq.json and vice versa; with `verify`, each
 // tensor's bytes hash to the recorded sha256.
 void check_tensor_hashes(const SafetensorsFile& file, const json& hashes, const std::string& manifest_where,
@@ -314,6 +330,11 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
   const std::string qweight_suffix = kQWeightSuffix;
   for (const TensorView& t : c.weights_->tensors()) {
     if (quantized_tensors.count(t.name)) continue;
+    if (t.name.ends_with(kIntonlyRangesSuffix)) {
+      check_intonly_ranges(t, c.weights_->path().string());
+      c.intonly_.push_back(&t);
+      continue;
+    }
     if (t.name.ends_with(qweight_suffix))  // packed codes nobody describes: unusable
       throw Error(manifest_where, "tensor " + quote_name(t.name) + " has no entry in \"linears\"");
     c.dense_.push_back(&t);
@@ -327,7 +348,14 @@ std::set<std::string> PackedCheckpoint::linear_tensor_names() const {
     for (const TensorView* t : {l.qweight, l.scales, l.qzeros, l.bias, l.lut, l.sparse_row_ptr, l.sparse_col,
                                 l.sparse_val, l.input_scale})
       if (t != nullptr) names.insert(t->name);
+  for (const TensorView* t : intonly_) names.insert(t->name);
   return names;
+}
+
+const TensorView* PackedCheckpoint::intonly_ranges(const std::string& name) const {
+  for (const TensorView* t : intonly_)
+    if (t->name == name) return t;
+  return nullptr;
 }
 
 const PackedLinear* PackedCheckpoint::find_linear(const std::string& name) const {

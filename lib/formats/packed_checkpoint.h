@@ -37,6 +37,22 @@ inline constexpr const char* kSparseColSuffix = ".sparse_col";         // U16 (c
 inline constexpr const char* kSparseValSuffix = ".sparse_val";         // F16 [nnz]
 // W8A8 types ("w8a8", "w8a8static"; quant/w8a8_quant.h): .qweight and .scales as w8pcs, plus
 inline constexpr const char* kInputScaleSuffix = ".input_scale";  // F32 [1], w8a8static only
+// Integer-only checkpoints (--method intonly): per decoder layer, "<layer prefix>" +
+// kIntonlyRangesSuffix ("model.layers.3.intonly_absmax"), F32 [kIntonlyRangeCount]: the
+// calibrated largest |value| of the activations the integer path requantizes to, in the order
+// of IntonlyRange (FORMAT.md). Every value finite and > 0.
+inline constexpr const char* kIntonlyRangesSuffix = ".intonly_absmax";
+enum IntonlyRange : int {
+  kRangeResidualIn = 0,  // the residual stream entering the layer
+  kRangeQ,               // q_proj output after RoPE
+  kRangeK,               // k_proj output after RoPE
+  kRangeV,               // v_proj output
+  kRangeResidualMid,     // the residual stream after the attention block's add
+  kRangeGate,            // gate_proj output (the SiLU input)
+  kRangeUp,              // up_proj output
+  kRangeResidualOut,     // the residual stream leaving the layer
+  kIntonlyRangeCount
+};
 
 // One quantized linear to write. The quant type, rows and cols come from `matrix`, or from
 // `lut` when that is set (a LUT type; `matrix` is then ignored). With `act_quant` set,
@@ -119,8 +135,13 @@ class PackedCheckpoint {
   const nlohmann::json& manifest() const { return manifest_; }           // fsq.json
   const std::vector<PackedLinear>& linears() const { return linears_; }  // sorted by name
   const PackedLinear* find_linear(const std::string& name) const;        // nullptr if absent
-  // Names of the tensors the quantized linears own (qweight, scales, qzeros, bias).
+  // Names of the tensors the quantized linears own (qweight, scales, qzeros, bias), and the
+  // integer-only ranges.
   std::set<std::string> linear_tensor_names() const;
+  // The validated kIntonlyRangesSuffix tensor named `name` (F32 [kIntonlyRangeCount]), or
+  // nullptr when the checkpoint has none of that name.
+  const TensorView* intonly_ranges(const std::string& name) const;
+  bool has_intonly_ranges() const { return !intonly_.empty(); }
   // Tensors that are not a quantized linear's qweight/scales/qzeros (biases included).
   const std::vector<const TensorView*>& dense_tensors() const { return dense_; }
   const SafetensorsFile& weights() const { return *weights_; }
@@ -132,6 +153,7 @@ class PackedCheckpoint {
   std::shared_ptr<const SafetensorsFile> weights_;
   std::vector<PackedLinear> linears_;
   std::vector<const TensorView*> dense_;
+  std::vector<const TensorView*> intonly_;  // kIntonlyRangesSuffix tensors, sorted by name
 };
 
 // Unpacks and dequantizes with the scalar reference: row-major [rows, cols] floats.

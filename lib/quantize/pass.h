@@ -82,6 +82,10 @@ struct PassInfo {
   // Writes W8A8 types (SmoothQuant): every linear gets kW8A8Weights whatever --bits says, and
   // its activations are quantized to int8 at run time.
   bool int8_activations = false;
+  // Integer-only inference (I-BERT; runtime/intonly_layer.h): W8A8 with static per-tensor
+  // activation scales only, and the pipeline also calibrates the ranges of every activation
+  // the integer layer requantizes to (quantize/intonly_ranges.h), stored per layer.
+  bool integer_only = false;
 };
 
 const std::vector<PassInfo>& quant_passes();

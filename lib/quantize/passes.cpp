@@ -36,6 +36,14 @@ const std::vector<PassInfo>& quant_passes() {
        true,
        [](const PassOptions& o) { return std::make_unique<SmoothQuantPass>(std::nullopt, o.act_quant, false); },
        false, true},
+      {"intonly",
+       "integer-only inference (I-BERT): SmoothQuant (alpha) with static per-tensor int8 activations, plus the "
+       "calibrated ranges of every activation the integer decoder layer requantizes to",
+       true,
+       [](const PassOptions& o) {
+         return std::make_unique<SmoothQuantPass>(o.smooth_alpha, ActivationQuant::PerTensor);
+       },
+       false, true, true},
   };
   return passes;
 }

@@ -21,6 +21,7 @@
 #include "formats/quant/quant_types.h"
 #include "formats/tokenizer.h"
 #include "quantize/fake_quant.h"
+#include "quantize/intonly_ranges.h"
 #include "quantize/layer_inputs.h"
 #include "quantize/layer_values.h"
 #include "quantize/layer_store.h"
@@ -148,7 +149,7 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"act_quant", activation_quant_label(p.act_quant)},
                     {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
                     {"search_tokens", cfg.search_tokens}});
-    if (cfg.method == "smoothquant")
+    if (cfg.method == "smoothquant" || cfg.method == "intonly")
       options["alpha"] = p.smooth_alpha ? nlohmann::json(*p.smooth_alpha) : nlohmann::json("auto");
   } else {
     options.update({{"quant_type", uniform_quant_name(cfg.quant)},
@@ -163,6 +164,8 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
 
 // StoredLayer::vectors key suffix of a linear's largest calibration |input| (W8A8 passes).
 constexpr const char* kInputAbsmaxKey = ".input_absmax";
+// StoredLayer::vectors key of the integer-only ranges ([kIntonlyRangeCount], IntonlyRange order).
+constexpr const char* kIntonlyRangesKey = "intonly_ranges";
 
 // A W8A8 linear: its activation quantization and, static, the scale from calibration.
 void set_activation_quant(QuantizedLinearToWrite& linear, ActivationQuant mode, const StoredLayer& stored,
@@ -224,14 +227,19 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   validate_uniform_quant(quant, "--bits/--group-size");
   if (int8_activations && cfg.pass_options.act_quant == ActivationQuant::None)
     throw Error("--act-quant", "--method " + cfg.method + " quantizes activations: use per-token or per-tensor");
+  if (pass_info.integer_only && cfg.pass_options.act_quant != ActivationQuant::PerTensor)
+    throw Error("--act-quant", "--method " + cfg.method + " needs static activation scales: use per-tensor");
   // W8A8 passes with a fixed alpha can take their activation ranges from a calibration
-  // file (fsq calibrate) instead of running calibration windows here.
+  // file (fsq calibrate) instead of running calibration windows here; the integer-only
+  // pass measures its ranges on calibration windows, so it always runs them.
+  if (pass_info.integer_only && cfg.calib_file)
+    throw Error("--calib", "--method " + cfg.method + " measures its ranges on calibration windows; give --calib-data TEXT");
   const bool stats_from_file = int8_activations && cfg.calib_file.has_value();
   if (stats_from_file && !cfg.pass_options.smooth_alpha && cfg.method == "smoothquant")
     throw Error("--alpha", "auto searches on calibration activations, which a --calib file does not hold; give "
                            "--calib-data TEXT instead, or a fixed --alpha");
-  const bool run_calibration = pass_info.needs_calibration && !stats_from_file;
-  if (run_calibration && !cfg.calib_data)
+  const bool calibrate_here = pass_info.needs_calibration && !stats_from_file;
+  if (calibrate_here && !cfg.calib_data)
     throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)" +
                                     (int8_activations ? " or a calibration file (--calib, from fsq calibrate)" : ""));
   const bool lut = pass_info.lookup_table;
@@ -254,13 +262,13 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   const ModelConfig& mc = ckpt.config();
   const ArchSpec& arch = arch_spec_for(mc.architecture);
   const std::set<std::string> linear_names = linear_weight_names(arch, mc.num_layers);
-  if ((run_calibration || fisher_pass) && cfg.draw.seq_len > mc.max_position_embeddings)
+  if ((calibrate_here || fisher_pass) && cfg.draw.seq_len > mc.max_position_embeddings)
     throw Error("--seq-len", "exceeds the model's maximum positions",
                 "<= " + std::to_string(mc.max_position_embeddings), std::to_string(cfg.draw.seq_len));
 
   QuantizeSummary summary;
   summary.dry_run = cfg.dry_run;
-  summary.shape = {cfg.method, run_calibration, quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
+  summary.shape = {cfg.method, calibrate_here, quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
   if (int8_activations) summary.shape.act_quant = cfg.pass_options.act_quant;
   std::optional<CalibrationFile> fisher;
   if (use_fisher && cfg.calib_file) fisher = open_fisher_calibration(*cfg.calib_file, ckpt);
@@ -290,7 +298,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
 
   nlohmann::json calibration;  // null for data-free methods
   at::Tensor ids;
-  if (run_calibration) ids = calibration_ids(cfg, calibration);
+  if (calibrate_here) ids = calibration_ids(cfg, calibration);
   if (activation_stats)
     calibration = {{"stats_file", activation_stats->path().string()}, {"provenance", activation_stats->provenance()}};
 
@@ -325,10 +333,10 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
 
   auto shell = LlamaModel::load(ckpt, cfg.runtime, /*with_layers=*/false);
   // Calibration windows run at positions [0, seq_len); data-free passes run no forward.
-  const RopeTables rope = shell->rope(run_calibration ? cfg.draw.seq_len : 0);
+  const RopeTables rope = shell->rope(calibrate_here ? cfg.draw.seq_len : 0);
   const auto pass = pass_info.make(cfg.pass_options);
   at::Tensor hidden;
-  if (run_calibration) {
+  if (calibrate_here) {
     at::NoGradGuard no_grad;
     std::vector<at::Tensor> parts;
     for (int64_t b = 0; b < ids.size(0); b += cfg.batch_size)
@@ -351,7 +359,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     for (int64_t i = 0; i < mc.num_layers; ++i) {
       if (store.has(i)) {
         summary.resumed_layers += 1;
-        if (run_calibration && later_layers_pending(i)) {
+        if (calibrate_here && later_layers_pending(i)) {
           DecoderLayer saved = shell->load_layer(ckpt, i);
           if (cfg.quantized_inputs) use_stored_values(saved, arch, store.load(i));
           hidden = run_fp_layer(saved, hidden, rope, mc, i, cfg.batch_size, false).output;
@@ -368,18 +376,30 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         continue;
       }
       LayerRun run;
-      if (run_calibration) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
+      if (calibrate_here) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
       PassContext ctx{mc, arch, rope, i, quant, cfg.batch_size, cfg.search_tokens};
       if (activation_stats) ctx.activation_stats = &*activation_stats;
       PassResult result = pass->run(layer, run.acts, ctx);
       StoredLayer stored = quantize_layer(layer, arch, quant, result.report);
       for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
+      at::Tensor next;  // the next layer's input, when the range run computed it
+      if (pass_info.integer_only) {
+        // The ranges of the layer as stored, on the inputs it sees; with quantized_inputs that
+        // run's output also feeds the next layer.
+        use_stored_values(layer, arch, stored);
+        IntonlyRangeRun ranges = measure_intonly_ranges(layer, hidden, rope, mc, i, cfg.batch_size);
+        stored.vectors[kIntonlyRangesKey] = ranges.ranges;
+        stored.report["intonly_ranges"] = ranges.ranges;
+        if (cfg.quantized_inputs) next = ranges.output;
+      }
       store.save(i, stored);
       count_saved_layer();
-      if (run_calibration && cfg.quantized_inputs && later_layers_pending(i)) {
+      if (next.defined()) {
+        hidden = next;
+      } else if (calibrate_here && cfg.quantized_inputs && later_layers_pending(i)) {
         use_stored_values(layer, arch, stored);
         hidden = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, false).output;
-      } else if (run_calibration) {
+      } else if (calibrate_here) {
         hidden = run.output;
       }
       malloc_trim(0);
@@ -410,6 +430,11 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     };
     add_vector(layer_name(arch.input_norm.hf, i), stored.vectors.at("input_norm"));
     add_vector(layer_name(arch.post_attn_norm.hf, i), stored.vectors.at("post_attn_norm"));
+    if (auto r = stored.vectors.find(kIntonlyRangesKey); r != stored.vectors.end()) {
+      const std::string name = layer_name(arch.layer_prefix + kIntonlyRangesSuffix, i);
+      rewritten.push_back(encode(r->second, DType::F32, name));
+      packed.dense.push_back({name, DType::F32, {static_cast<int64_t>(r->second.size())}, rewritten.back()});
+    }
     const nlohmann::json options = {{"report", stored.report}};
     auto add_bias = [&](const std::string& role, const std::string& base) {
       if (auto b = stored.vectors.find(role + ".bias"); b != stored.vectors.end()) add_vector(base + ".bias", b->second);

@@ -39,6 +39,12 @@ class Int8Linear final : public Linear {
   void set_cpu_isa(cpu::CpuIsa isa);  // throws fsq::Error when this CPU lacks it
   cpu::CpuIsa cpu_isa() const { return isa_; }
   ActivationQuant act_quant() const { return mode_; }
+  // For the integer-only path (runtime/intonly_layer.h): the prepared int8 weights, their
+  // per-output-channel scales, the static activation scale (PerTensor) and the bias.
+  const cpu::Int8PreparedView& prepared() const { return view_; }
+  const std::vector<float>& weight_scales() const { return scales_; }
+  float static_scale() const { return static_scale_; }
+  const std::optional<at::Tensor>& bias() const { return bias_; }
 
  private:
   int64_t rows_ = 0, cols_ = 0;

@@ -8,6 +8,7 @@
 #include "formats/packed_checkpoint.h"
 #include "formats/tensor_inventory.h"
 #include "runtime/int8_linear.h"
+#include "runtime/intonly_model.h"
 #include "runtime/lut_linear.h"
 #include "runtime/quant_linear.h"
 #include "runtime/torch_bridge.h"
@@ -133,6 +134,12 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
   }
   m->parameter_count_ = load.count();
   m->rope_ = std::make_unique<RotaryCache>(c, opts.compute_dtype, opts.device);
+  if (with_layers && packed && packed->has_intonly_ranges() && opts.integer_only) {
+    if (!opts.device.is_cpu())
+      throw Error(packed->dir().string(), "the integer-only path runs on the CPU; this run asks for " +
+                                              opts.device.str());
+    m->intonly_ = std::make_shared<const IntonlyStack>(m->layers_, c, a, *packed);
+  }
   return m;
 }
 
@@ -161,12 +168,16 @@ const std::unique_ptr<Linear>& DecoderLayer::linear(const std::string& role) con
 
 at::Tensor DecoderLayer::forward(const at::Tensor& h, const RopeTables& rope, const ModelConfig& cfg,
                                  int64_t start, KVCache* cache, int64_t index, LayerTap* tap) const {
+  if (tap) tap->range_point(kRangeResidualIn, h);
   at::Tensor x = rms_norm(h, input_norm, cfg.rms_norm_eps);
   if (tap) tap->group_input("attn_in", x);
   at::Tensor h2 = h + attention(x, rope, cfg, start, cache, index, tap);
+  if (tap) tap->range_point(kRangeResidualMid, h2);
   at::Tensor y = rms_norm(h2, post_attn_norm, cfg.rms_norm_eps);
   if (tap) tap->group_input("mlp_in", y);
-  return h2 + mlp(y, tap);
+  at::Tensor out = h2 + mlp(y, tap);
+  if (tap) tap->range_point(kRangeResidualOut, out);
+  return out;
 }
 
 at::Tensor DecoderLayer::attention(const at::Tensor& x, const RopeTables& rope, const ModelConfig& cfg, int64_t start,
@@ -182,6 +193,11 @@ at::Tensor DecoderLayer::attention(const at::Tensor& x, const RopeTables& rope, 
   const at::Tensor cos = rope.cos.narrow(0, start, T), sin = rope.sin.narrow(0, start, T);
   qh = apply_rope(qh, cos, sin);
   kh = apply_rope(kh, cos, sin);
+  if (tap) {
+    tap->range_point(kRangeQ, qh);
+    tap->range_point(kRangeK, kh);
+    tap->range_point(kRangeV, vh);
+  }
   int64_t S = T;  // key length
   if (cache != nullptr) {
     if (start + T > cache->capacity)
@@ -210,7 +226,15 @@ at::Tensor DecoderLayer::attention(const at::Tensor& x, const RopeTables& rope, 
 }
 
 at::Tensor DecoderLayer::mlp(const at::Tensor& y, LayerTap* tap) const {
-  at::Tensor act = at::silu(gate->forward(y)) * up->forward(y);
+  at::Tensor act;
+  {  // gate and up outputs die here, before down_proj runs (peak memory)
+    const at::Tensor g = gate->forward(y), u = up->forward(y);
+    if (tap) {
+      tap->range_point(kRangeGate, g);
+      tap->range_point(kRangeUp, u);
+    }
+    act = at::silu(g) * u;
+  }
   if (tap) tap->group_input("mlp_out", act);
   return down->forward(act);
 }
@@ -234,7 +258,17 @@ std::string without_shape(const std::string& description) {
 std::map<std::string, int64_t> LlamaModel::matmul_kinds() const {
   std::map<std::string, int64_t> kinds;
   for (const DecoderLayer& layer : layers_)
-    for (const auto& spec : arch_->linears) kinds[without_shape(layer.linear(spec.role)->describe())] += 1;
+    for (const auto& spec : arch_->linears) {
+      std::string kind = without_shape(layer.linear(spec.role)->describe());
+      // The integer path runs the same int8 weights, on int8 inputs from integer ops.
+      if (intonly_) kind = kind.substr(0, kind.find(',')) + ", integer-only: int8 matmul, int32 requantized";
+      kinds[kind] += 1;
+    }
+  if (intonly_) {
+    const int64_t per_layer = 2;  // q.k scores and probs x v, per decoder layer
+    kinds["attention q.k and probs x v: integer-only (12-bit x 12-bit, Q15 x int8)"] +=
+        per_layer * static_cast<int64_t>(layers_.size());
+  }
   kinds["lm_head: " + without_shape(lm_head_->describe())] += 1;
   return kinds;
 }
@@ -248,6 +282,13 @@ at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache) const {
   const int64_t start = cache ? cache->length : 0;
   at::Tensor h = embed(ids);
   const RopeTables rope = rope_->tables(start + ids.size(1));
+  if (intonly_) {
+    if (cache)
+      throw Error("forward", "the integer-only path evaluates whole windows without a KV cache; decoding with a "
+                             "cache runs the checkpoint's w8a8static float path (RuntimeOptions::integer_only = "
+                             "false, as fsq generate does)");
+    return head(intonly_->forward(h, rope));
+  }
   for (size_t i = 0; i < layers_.size(); ++i)
     h = layers_[i].forward(h, rope, cfg_, start, cache, static_cast<int64_t>(i));
   if (cache) cache->length += ids.size(1);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "formats/checkpoint.h"
+#include "formats/packed_checkpoint.h"
 #include "formats/model_config.h"
 #include "formats/architectures.h"
 #include "runtime/linear.h"
@@ -22,6 +23,7 @@
 namespace fsq {
 
 class PackedCheckpoint;
+class IntonlyStack;
 
 struct RuntimeOptions {
   c10::ScalarType compute_dtype = c10::kFloat;     // activations and matmuls
@@ -30,6 +32,10 @@ struct RuntimeOptions {
   // A NaN/Inf in a dense weight fails the load naming the tensor (eval --allow-nonfinite
   // turns this off, to report what such a model computes).
   bool allow_nonfinite_weights = false;
+  // An integer-only checkpoint (fsq quantize --method intonly) runs its decoder layers in
+  // integers (runtime/intonly_model.h); false runs the same w8a8static linears on the float
+  // path (float norms, RoPE, attention, SiLU), e.g. to compare the two.
+  bool integer_only = true;
 };
 
 // Keys/values for incremental decoding: per layer [batch, kv_heads, max_len, head_dim].
@@ -46,6 +52,9 @@ class LayerTap {
  public:
   virtual ~LayerTap() = default;
   virtual void group_input(const std::string& group, const at::Tensor& x) = 0;
+  // The activations the integer-only path requantizes to (formats/packed_checkpoint.h
+  // IntonlyRange: residual stream in/mid/out, q and k after RoPE, v, gate, up).
+  virtual void range_point(IntonlyRange /*which*/, const at::Tensor& /*x*/) {}
 };
 
 struct DecoderLayer {
@@ -84,6 +93,7 @@ class LlamaModel {
 
   // ids: int64 [B, T]. Without a cache: positions 0..T-1. With a cache: positions
   // cache->length .. +T-1, then cache->length += T. Returns fp32 logits [B, T, vocab].
+  // The integer-only path evaluates whole windows: with a cache it throws fsq::Error.
   at::Tensor forward(const at::Tensor& ids, KVCache* cache = nullptr) const;
 
   KVCache new_cache(int64_t batch, int64_t max_len) const;
@@ -105,6 +115,9 @@ class LlamaModel {
   // matmul, per-token int8 activations", "dense f32"), counted over the decoder layers and
   // the head, which is listed under its own "lm_head: ..." key.
   std::map<std::string, int64_t> matmul_kinds() const;
+  // True when forward() runs the integer-only decoder layers; the ops in integers and in
+  // floating point are then IntonlyStack::integer_ops() / float_ops().
+  bool integer_only() const { return intonly_ != nullptr; }
 
  private:
   ModelConfig cfg_;
@@ -117,6 +130,7 @@ class LlamaModel {
   std::unique_ptr<RotaryCache> rope_;
   int64_t parameter_count_ = 0;
   const PackedCheckpoint* packed_ = nullptr;
+  std::shared_ptr<const IntonlyStack> intonly_;  // set for integer-only checkpoints
 };
 
 }  // namespace fsq

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "common/error.h"
@@ -27,6 +28,7 @@ const std::string kAsym = "model.layers.0.mlp.up_proj";   // w4g32a: scales/qzer
 const std::string kSym = "model.layers.0.mlp.down_proj";  // w3g32s: scales [4, 2]
 const std::string kLut = "model.layers.0.mlp.gate_proj";  // lut4: lut [4, 16], 4 sparse values
 const std::string kW8 = "model.layers.0.self_attn.o_proj";  // w8a8static: w8pcs + input_scale [1]
+const std::string kRanges = std::string("model.layers.0") + kIntonlyRangesSuffix;  // F32 [8], intonly
 
 struct RawTensor {
   DType dtype;
@@ -83,6 +85,8 @@ struct RawCheckpoint {
     c.manifest["linears"][kW8]["quant_type"] = "w8a8static";
     c.tensors[kW8 + ".input_scale"] = {DType::F32, {1}, test::to_bytes(std::vector<float>{0.05f})};
     c.tensors["model.norm.weight"] = {DType::F32, {kCols}, test::to_bytes(std::vector<float>(kCols, 1.0f))};
+    c.tensors[kRanges] = {DType::F32, {kIntonlyRangeCount},
+                          test::to_bytes(std::vector<float>(kIntonlyRangeCount, 2.5f))};
     return c;
   }
 
@@ -229,6 +233,21 @@ const std::vector<MalformedCase>& cases() {
       {"InputScaleOnWeightOnlyType",
        [](RawCheckpoint& c) { c.tensors[kSym + ".input_scale"] = c.tensors[kW8 + ".input_scale"]; }, no_op,
        no_file_op, "model.safetensors", "'" + kSym + ".input_scale' does not belong to a w3g32s linear"},
+      {"IntonlyRangeZero", [](RawCheckpoint& c) { put<float>(c.tensors[kRanges], 3, 0.0f); }, no_op, no_file_op,
+       "model.safetensors", "range 3 is 0.000000; integer-only ranges must be finite and > 0"},
+      {"IntonlyRangeNotFinite",
+       [](RawCheckpoint& c) { put<float>(c.tensors[kRanges], 7, std::numeric_limits<float>::infinity()); }, no_op,
+       no_file_op, "model.safetensors", "range 7 is inf; integer-only ranges must be finite and > 0"},
+      {"IntonlyRangesWrongShape",
+       [](RawCheckpoint& c) {
+         c.tensors[kRanges].shape = {kIntonlyRangeCount / 2, 2};
+       },
+       no_op, no_file_op, "model.safetensors", "must be F32 [8] (integer-only activation ranges), got F32 [4, 2]"},
+      {"IntonlyRangesWrongDtype",
+       [](RawCheckpoint& c) {
+         c.tensors[kRanges] = {DType::F16, {kIntonlyRangeCount}, std::vector<std::byte>(2 * kIntonlyRangeCount)};
+       },
+       no_op, no_file_op, "model.safetensors", "must be F32 [8] (integer-only activation ranges), got F16 [8]"},
       {"TruncatedSafetensors", no_op, no_op,
        [](const fs::path& d) {
          fs::resize_file(d / "model.safetensors", fs::file_size(d / "model.safetensors") - 10);
@@ -251,6 +270,11 @@ TEST(PackedMalformedBaseline, ValidDirectoryOpens) {
   ASSERT_NE(w8->input_scale, nullptr);
   ASSERT_EQ(p.dense_tensors().size(), 1u);
   EXPECT_EQ(p.dense_tensors()[0]->name, "model.norm.weight");
+  const TensorView* ranges = p.intonly_ranges(kRanges);
+  ASSERT_NE(ranges, nullptr);
+  EXPECT_TRUE(p.has_intonly_ranges());
+  EXPECT_TRUE(p.linear_tensor_names().count(kRanges));
+  EXPECT_EQ(p.intonly_ranges("model.layers.1" + std::string(kIntonlyRangesSuffix)), nullptr);
 }
 
 class PackedMalformed : public ::testing::TestWithParam<MalformedCase> {};

@@ -30,8 +30,14 @@ std::string ids_text(const std::vector<int32_t>& ids) {
 int run_generate(const GenerateFlags& f) {
   apply_threads(f.rt.threads);
   c10::InferenceMode no_autograd;
-  const RuntimeOptions ro = runtime_options(f.rt);
+  RuntimeOptions ro = runtime_options(f.rt);
+  // Generation decodes with a KV cache, which the integer-only path does not keep: an intonly
+  // checkpoint decodes on its float path (the same w8a8static linears).
+  ro.integer_only = false;
   ModelFiles files = ModelFiles::open(f.model);
+  if (files.packed && files.packed->has_intonly_ranges())
+    std::fprintf(stderr, "fsq: note: integer-only checkpoint: generation runs its w8a8static float path (the "
+                         "integer path evaluates whole windows without a KV cache; fsq eval runs it)\n");
   const Checkpoint& ckpt = *files.checkpoint;
   auto tok = load_tokenizer(f.model);
   auto model = files.load(ro);

@@ -28,6 +28,7 @@ struct QuantizeFlags {
   bool unweighted = false;
   std::string alpha = "0.5", act_quant = "per-token";
   bool weight_type_given = false;  // --bits, --group-size or --sym on the command line
+  bool act_quant_given = false;    // --act-quant on the command line
   RuntimeFlags rt;
 };
 
@@ -51,6 +52,12 @@ PassOptions pass_options(const QuantizeFlags& f) {
   o.smooth_alpha = parse_alpha(f.alpha);
   if (!parse_activation_quant(f.act_quant, &o.act_quant))
     throw Error("--act-quant", "unknown activation quantization", "per-token or per-tensor", f.act_quant);
+  if (find_quant_pass(f.method).integer_only) {
+    if (f.act_quant_given && o.act_quant != ActivationQuant::PerTensor)
+      throw Error("--act-quant", "--method " + f.method + " quantizes activations statically: only per-tensor",
+                  "per-tensor", f.act_quant);
+    o.act_quant = ActivationQuant::PerTensor;
+  }
   if (f.weight_type_given && find_quant_pass(f.method).int8_activations)
     throw Error("--bits", "--method " + f.method + " always writes int8 weights per output channel (" +
                               w8a8_quant_name(o.act_quant) + "); drop --bits, --group-size and --sym");
@@ -142,12 +149,12 @@ Command add_quantize_command(CLI::App& root) {
   app->add_flag("--dense-only", f->lut.dense_only, "squeezellm: no sparse part (lookup tables only)");
   app->add_flag("--unweighted", f->unweighted, "squeezellm: plain k-means, every weight counts the same (ablation)");
   app->add_option("--alpha", f->alpha,
-                  "smoothquant: migration strength 0..1 (s_j = max|X_j|^alpha / max|W_j|^(1-alpha)), or auto to "
+                  "smoothquant, intonly: migration strength 0..1 (s_j = max|X_j|^alpha / max|W_j|^(1-alpha)), or auto to "
                   "search 0.30..0.90 per linear group by W8A8 output error")
       ->capture_default_str();
   app->add_option("--act-quant", f->act_quant,
                   "smoothquant: int8 activations per-token (dynamic scale per row) or per-tensor (static scale "
-                  "from calibration)")
+                  "from calibration); intonly: per-tensor only")
       ->capture_default_str()
       ->check(CLI::IsMember({"per-token", "per-tensor"}));
   app->add_option("--samples", f->draw.samples, "calibration windows")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -179,10 +186,12 @@ Command add_quantize_command(CLI::App& root) {
       "fsq calibrate --model DIR --data calib.txt --fisher --out calib.safetensors && "
       "fsq quantize --model DIR --method squeezellm --bits 3 --calib calib.safetensors --out q/sq-w3",
       "fsq quantize --model DIR --method smoothquant --alpha auto --calib-data calib.txt --out q/w8a8",
+      "fsq quantize --model DIR --method intonly --calib-data calib.txt --out q/intonly",
       "fsq eval --model q/awq-w4 --compare DIR --data wiki.test.raw"}));
   return Command{app, [f, app] {
     for (const char* name : {"--bits", "--group-size", "--sym"})
       if (app->get_option(name)->count() > 0) f->weight_type_given = true;
+    f->act_quant_given = app->get_option("--act-quant")->count() > 0;
     return run_quantize_command(*f);
   }};
 }

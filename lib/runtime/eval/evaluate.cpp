@@ -13,6 +13,7 @@
 #include "formats/checkpoint.h"
 #include "formats/tokenizer.h"
 #include "runtime/eval/perplexity.h"
+#include "runtime/intonly_model.h"
 #include "runtime/model.h"
 #include "runtime/model_files.h"
 #include "runtime/torch_bridge.h"
@@ -42,6 +43,10 @@ Loaded load_model(const std::filesystem::path& dir, const RuntimeOptions& ro) {
   info.max_position_embeddings = ckpt->config().max_position_embeddings;
   info.load_seconds = secs;
   info.matmuls = model->matmul_kinds();
+  if (model->integer_only()) {
+    info.integer_ops = IntonlyStack::integer_ops();
+    info.float_ops = IntonlyStack::float_ops();
+  }
   return Loaded{std::move(files), *ckpt, std::move(model), std::move(info)};
 }
 
@@ -152,7 +157,11 @@ EvalReport evaluate(const EvalConfig& cfg) {
   Loaded m = load_model(cfg.model_dir, ro);
   rep.model = m.info;
   if (cfg.perplexity) run_perplexity(cfg, m, ro, rep);
-  if (cfg.speed) rep.speed = measure_speed(*m.model, cfg.speed_options);
+  if (cfg.speed && m.model->integer_only())
+    rep.speed_skipped = "the integer-only path evaluates whole windows without a KV cache, so decode speed is not "
+                        "measured on it (the same checkpoint's w8a8static float path is what a decoder would run)";
+  else if (cfg.speed)
+    rep.speed = measure_speed(*m.model, cfg.speed_options);
   rep.peak_rss_bytes = peak_rss_bytes();
   return rep;
 }

@@ -9,13 +9,16 @@ namespace {
 using nlohmann::json;
 
 json model_json(const ModelInfo& m) {
-  return {{"path", m.path},
+  json j = {{"path", m.path},
           {"weights_sha256", m.weights_sha256},
           {"architecture", m.architecture},
           {"parameters", m.parameters},
           {"max_position_embeddings", m.max_position_embeddings},
           {"load_seconds", m.load_seconds},
           {"matmuls", m.matmuls}};
+  if (!m.integer_ops.empty()) j["integer_only"] = m.integer_ops;
+  if (!m.float_ops.empty()) j["float"] = m.float_ops;
+  return j;
 }
 
 json speed_json(const SpeedResult& s) {
@@ -72,6 +75,7 @@ nlohmann::json report_json(const EvalReport& r) {
                     {"ref_mean_nll", c.ref_mean_nll}, {"ppl_delta", c.ppl_delta}};
   }
   if (r.speed) j["speed"] = speed_json(*r.speed);
+  if (!r.speed_skipped.empty()) j["speed"] = {{"skipped", r.speed_skipped}};
   j["peak_rss_bytes"] = r.peak_rss_bytes;
   return j;
 }
@@ -88,6 +92,13 @@ std::string report_text(const EvalReport& r) {
   for (const auto& [kind, count] : m.matmuls)
     matmuls += (matmuls.empty() ? "" : "; ") + std::to_string(count) + " x " + kind;
   if (!matmuls.empty()) out += "matmuls    " + matmuls + "\n";
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (!m.integer_ops.empty()) out += "integer    " + join(m.integer_ops) + "\n";
+  if (!m.float_ops.empty()) out += "float      " + join(m.float_ops) + "\n";
   if (r.dataset)
     out += fmt("dataset    %s (%lld bytes, %lld tokens, sha256 %s)\n", r.dataset->path.c_str(),
                static_cast<long long>(r.dataset->bytes), static_cast<long long>(r.dataset->tokens),
@@ -121,6 +132,7 @@ std::string report_text(const EvalReport& r) {
                  static_cast<long long>(d.batch), d.tokens_per_s(), static_cast<long long>(d.steps),
                  static_cast<long long>(d.prompt), d.reps);
   }
+  if (!r.speed_skipped.empty()) out += "speed      skipped: " + r.speed_skipped + "\n";
   out += fmt("peak RSS   %.1f MiB\n", double(r.peak_rss_bytes) / (1024.0 * 1024.0));
   return out;
 }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,9 @@ struct ModelInfo {
   int64_t max_position_embeddings = 0;
   double load_seconds = 0.0;
   std::map<std::string, int64_t> matmuls;  // LlamaModel::matmul_kinds(): which kernels ran
+  // Integer-only models (LlamaModel::integer_only()): the operations that ran in integers and
+  // those that stayed in floating point; both empty otherwise.
+  std::vector<std::string> integer_ops, float_ops;
 };
 
 struct DatasetInfo {
@@ -69,6 +73,7 @@ struct EvalReport {
   std::optional<PerplexityInfo> perplexity;
   std::optional<CompareInfo> compare;
   std::optional<SpeedResult> speed;
+  std::string speed_skipped;  // why speed was not measured although asked for ("" when it was)
   int64_t peak_rss_bytes = 0;
 };
 

@@ -9,7 +9,7 @@ namespace {
 EvalReport sample() {
   EvalReport r;
   r.fsq_version = "0.1.0";
-  r.model = {"models/m", "abc123", "LlamaForCausalLM", 260032, 512, 0.01, {{"dense f32", 35}}};
+  r.model = {"models/m", "abc123", "LlamaForCausalLM", 260032, 512, 0.01, {{"dense f32", 35}}, {}, {}};
   r.dtype = "f32";
   r.device = "cpu";
   r.threads = 2;
