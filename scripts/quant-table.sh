@@ -19,7 +19,12 @@
 #   FSQ_CONFIGS="awq:3:128 squeezellm:3:unweighted squeezellm:3:dense squeezellm:3:sparse" ...
 # W8A8 methods (w8a8 = naive, smoothquant, intonly) take method:ACT:ALPHA, ACT per-token or
 # per-tensor, ALPHA a number, auto, or - (naive W8A8 has none); the "bits" column shows ACT.
+# With a fixed alpha they read one shared `fsq calibrate` file ("calibration pass", timed
+# separately, like the Fisher pass); auto and intonly calibrate inside quantize.
 #   FSQ_CONFIGS="w8a8:per-token:- smoothquant:per-token:0.5 smoothquant:per-token:auto" ...
+#
+# The unquantized model's scored logits are computed once per protocol and text and kept in
+# the work folder (fsq eval --reference-cache), not recomputed for every checkpoint.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +43,7 @@ protocols="${FSQ_PROTOCOLS:-gptq}"
 work="${FSQ_WORK_DIR:-$(mktemp -d)}"
 fsq="$build/tools/fsq/fsq"
 [[ -x "$fsq" ]] || { echo "quant-table: build fsq first (scripts/build.sh)" >&2; exit 1; }
-mkdir -p "$work/eval" "$work/calib" "$work/q" "$work/reports"
+mkdir -p "$work/eval" "$work/calib" "$work/q" "$work/reports" "$work/refcache"
 
 # Split every text: head -> evaluation, tail -> calibration.
 eval_files=()
@@ -66,7 +71,8 @@ row() {  # name dir bits group bpw seconds
     for f in "${eval_files[@]}"; do
       local r="$work/reports/$1-$3-$4-$p-$(basename "$f").json"
       "$fsq" eval --model "$2" --compare "$model" --data "$f" --protocol "$p" --seq-len "$seq_len" \
-        --max-windows "$max_windows" --threads "$threads" --no-speed --progress off --json "$r" >/dev/null
+        --max-windows "$max_windows" --threads "$threads" --no-speed --progress off --json "$r" \
+        --reference-cache "$work/refcache" >/dev/null
       python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["perplexity"]; c=r["compare"]
 print(" | %9.4f %8.5f %8.4f" % (p["ppl"], c["mean_kl"], c["top1_agreement"]), end="")' "$r"
     done
@@ -88,6 +94,7 @@ fp_row() {
 # FSQ_SKIP_FP=1: no fp row (its numbers do not change between runs of the same texts).
 [[ ${FSQ_SKIP_FP:-0} == 1 ]] || fp_row
 fisher="$work/fisher.safetensors"
+stats="$work/stats.safetensors"
 for c in $configs; do
   IFS=: read -r method bits group <<<"$c"
   out="$work/q/$method-w$bits-g$group"
@@ -96,6 +103,15 @@ for c in $configs; do
   shape=(--group-size "$group")
   if [[ $method == w8a8 || $method == smoothquant || $method == intonly ]]; then
     shape=(--act-quant "$bits"); [[ $group != - ]] && shape+=(--alpha "$group")
+    if [[ $method != intonly && $group != auto ]]; then
+      if [[ ! -f $stats ]]; then
+        start=$(date +%s.%N)
+        "$fsq" calibrate --model "$model" --data "$work/calib" --samples "$samples" --seq-len "$calib_seq" \
+          --threads "$threads" --progress off --out "$stats" >/dev/null
+        echo "calibration pass: $(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))") s ($samples x $calib_seq tokens)"
+      fi
+      shape+=(--calib "$stats"); calib=()
+    fi
   elif [[ $method == squeezellm ]]; then
     if [[ ! -f $fisher ]]; then
       start=$(date +%s.%N)

@@ -12,7 +12,7 @@ namespace fsq::cli {
 namespace {
 
 struct EvalFlags {
-  std::string model, data, compare, json, protocol = "gptq", progress = "auto";
+  std::string model, data, compare, reference_cache, json, protocol = "gptq", progress = "auto";
   int64_t seq_len = 0, max_windows = 0, batch_size = 0;
   bool no_speed = false, speed_only = false, force = false, allow_nonfinite = false;
   RuntimeFlags rt;
@@ -24,6 +24,10 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   cfg.model_dir = f.model;
   if (!f.data.empty()) cfg.data_path = f.data;
   if (!f.compare.empty()) cfg.compare_dir = f.compare;
+  if (!f.reference_cache.empty()) {
+    if (f.compare.empty()) throw Error("--reference-cache", "needs --compare (it keeps the reference model's logits)");
+    cfg.reference_cache_dir = f.reference_cache;
+  }
   cfg.protocol = parse_protocol(f.protocol);
   if (app->count("--seq-len")) cfg.seq_len = f.seq_len;
   cfg.max_windows = f.max_windows;
@@ -66,6 +70,11 @@ Command add_eval_command(CLI::App& root) {
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
   app->add_option("--compare", f->compare, "reference model directory or .gguf file (same tokenizer)")
       ->check(CLI::ExistingPath);
+  app->add_option("--reference-cache", f->reference_cache,
+                  "folder that keeps the reference's scored logits (float32, vocab x 4 bytes per scored token) so "
+                  "that comparing more checkpoints against the same reference, text and windows skips its forward; "
+                  "keyed by sha256 of everything they depend on")
+      ->check(CLI::ExistingDirectory);
   app->add_option("--max-windows", f->max_windows, "evaluate only the first K windows (0: all)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--batch-size", f->batch_size, "windows per forward pass (0: auto, up to 8)")
@@ -83,6 +92,7 @@ Command add_eval_command(CLI::App& root) {
   app->footer(examples({
       "fsq eval --model models/stories260K --data tinystories_val.txt --protocol bos-window --seq-len 256",
       "fsq eval --model quant/ --compare models/base --data wiki.test.raw --json report.json",
+      "fsq eval --model q4/ --compare models/base --data wiki.test.raw --reference-cache /tmp/refrows",
       "fsq eval --model models/stories260K --speed-only",
       "fsq eval --model DIR --data wiki.test.raw --protocol llama.cpp --seq-len 512 --no-speed"}));
   return Command{app, [app, f] { return run_eval(app, *f); }};

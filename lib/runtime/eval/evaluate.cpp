@@ -13,6 +13,7 @@
 #include "formats/checkpoint.h"
 #include "formats/tokenizer.h"
 #include "runtime/eval/perplexity.h"
+#include "runtime/eval/reference_cache.h"
 #include "runtime/intonly_model.h"
 #include "runtime/model.h"
 #include "runtime/model_files.h"
@@ -110,7 +111,20 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
                                                             m.ckpt.config().num_heads, ref.has_value());
   LogitsFn mine = logits_of(*m.model);
   LogitsFn theirs = ref ? logits_of(*ref->model) : LogitsFn{};
-  EvalResult res = run_eval(mine, ref ? &theirs : nullptr, plan, ro_eval);
+  std::optional<ReferenceCache> cache;
+  RefRowsFn ref_rows;
+  if (ref) {
+    ref_rows = reference_rows(theirs, plan);
+    if (cfg.reference_cache_dir) {
+      ReferenceCacheKey key{ref->info.weights_sha256, scalar_type_name(ro.compute_dtype), ro.device.str(),
+                            cfg.fsq_version};
+      const int64_t vocab = m.ckpt.config().vocab_size;
+      cache.emplace(*cfg.reference_cache_dir, reference_cache_key(key, plan, vocab), plan.scored_tokens(), vocab);
+      ref_rows = cached_reference_rows(*cache, std::move(ref_rows), plan.windows.front().scored());
+    }
+  }
+  EvalResult res = run_eval_rows(mine, ref ? &ref_rows : nullptr, plan, ro_eval);
+  if (cache) cache->commit();
 
   PerplexityInfo p;
   p.protocol = protocol_name(plan.protocol);
@@ -130,6 +144,10 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
     CompareInfo c;
     c.reference = ref->info;
     c.tokenizer_match = tokenizer_match;
+    if (cache) {
+      c.reference_cache = cache->path().string();
+      c.reference_cache_hit = cache->hit();
+    }
     c.mean_kl = res.compare->mean_kl();
     c.p99_kl = percentile(res.compare->kl, 99.0);
     c.max_kl = percentile(res.compare->kl, 100.0);

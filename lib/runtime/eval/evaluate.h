@@ -19,6 +19,8 @@ struct EvalConfig {
   std::filesystem::path model_dir;
   std::optional<std::filesystem::path> data_path;    // required unless speed only
   std::optional<std::filesystem::path> compare_dir;  // reference model
+  // --reference-cache: folder keeping the reference's scored rows between runs (reference_cache.h)
+  std::optional<std::filesystem::path> reference_cache_dir;
   Protocol protocol = Protocol::Gptq;
   std::optional<int64_t> seq_len;  // default: kDefaultSeqLen capped at the model's maximum
   int64_t max_windows = 0;         // 0: all

@@ -76,8 +76,20 @@ at::Tensor batch_ids(const WindowPlan& plan, size_t first, size_t count, c10::De
   return ids.to(device);
 }
 
+RefRowsFn reference_rows(const LogitsFn& ref, const WindowPlan& plan) {
+  const Window shape = plan.windows.empty() ? Window{} : plan.windows.front();
+  return [&ref, shape](const at::Tensor& ids, size_t, size_t) { return scored_rows(ref(ids), ids, shape).rows; };
+}
+
 EvalResult run_eval(const LogitsFn& model, const LogitsFn* ref, const WindowPlan& plan,
                     const EvalRunOptions& opts) {
+  if (!ref) return run_eval_rows(model, nullptr, plan, opts);
+  RefRowsFn rows = reference_rows(*ref, plan);
+  return run_eval_rows(model, &rows, plan, opts);
+}
+
+EvalResult run_eval_rows(const LogitsFn& model, const RefRowsFn* ref, const WindowPlan& plan,
+                         const EvalRunOptions& opts) {
   if (plan.windows.empty()) throw Error("windows", "nothing to evaluate");
   if (opts.batch_size < 1)
     throw Error("--batch-size", "must be positive", ">= 1", std::to_string(opts.batch_size));
@@ -99,11 +111,13 @@ EvalResult run_eval(const LogitsFn& model, const LogitsFn* ref, const WindowPlan
     add_nll(mine.rows, mine.targets, res.model);
     if (!opts.allow_nonfinite) check_finite(res.model, first, count, "model");
     if (ref) {
-      at::Tensor ref_logits = (*ref)(ids);
-      ScoredRows theirs = scored_rows(ref_logits, ids, shape);
-      add_nll(theirs.rows, theirs.targets, *res.ref);
+      at::Tensor theirs = (*ref)(ids, first, count).to(mine.rows.device());
+      if (theirs.dim() != 2 || theirs.size(0) != mine.rows.size(0) || theirs.size(1) != mine.rows.size(1))
+        throw Error("reference", "scored rows do not match the model's", std::to_string(mine.rows.size(0)) + " rows",
+                    std::to_string(theirs.size(0)) + " rows");
+      add_nll(theirs, mine.targets, *res.ref);
       if (!opts.allow_nonfinite) check_finite(*res.ref, first, count, "reference model");
-      add_compare(mine.rows, theirs.rows, *res.compare);
+      add_compare(mine.rows, theirs, *res.compare);
     }
     res.windows += static_cast<int64_t>(count);
     bar.update(res.windows, progress_detail(res.model, res.compare));

@@ -57,7 +57,17 @@ struct EvalResult {
   double seconds = 0.0;
 };
 
-// Runs every window of `plan` through `model` (and `ref` when given) in batches.
+// The reference's scored rows [count * n, V] of windows [first, first + count) of the plan
+// (ids: their tokens, [count, seq_len]): a model run on the batch, or rows read back from a
+// reference cache (reference_cache.h).
+using RefRowsFn = std::function<at::Tensor(const at::Tensor& ids, size_t first, size_t count)>;
+RefRowsFn reference_rows(const LogitsFn& ref, const WindowPlan& plan);
+
+// Runs every window of `plan` through `model` in batches, scoring `ref`'s rows of the same
+// windows against it when given.
+EvalResult run_eval_rows(const LogitsFn& model, const RefRowsFn* ref, const WindowPlan& plan,
+                         const EvalRunOptions& opts);
+// The same with the reference as a model.
 EvalResult run_eval(const LogitsFn& model, const LogitsFn* ref, const WindowPlan& plan,
                     const EvalRunOptions& opts);
 

@@ -73,6 +73,8 @@ nlohmann::json report_json(const EvalReport& r) {
                     {"p99_kl", c.p99_kl}, {"max_kl", c.max_kl},
                     {"top1_agreement", c.top1_agreement}, {"ref_ppl", c.ref_ppl},
                     {"ref_mean_nll", c.ref_mean_nll}, {"ppl_delta", c.ppl_delta}};
+    if (!c.reference_cache.empty())
+      j["compare"]["reference_cache"] = {{"path", c.reference_cache}, {"hit", c.reference_cache_hit}};
   }
   if (r.speed) j["speed"] = speed_json(*r.speed);
   if (!r.speed_skipped.empty()) j["speed"] = {{"skipped", r.speed_skipped}};
@@ -119,6 +121,9 @@ std::string report_text(const EvalReport& r) {
     const auto& c = *r.compare;
     out += fmt("reference  %s (weights sha256 %s; tokenizer: %s)\n", c.reference.path.c_str(),
                short_sha(c.reference.weights_sha256).c_str(), c.tokenizer_match.c_str());
+    if (!c.reference_cache.empty())
+      out += fmt("ref rows   %s %s\n", c.reference_cache_hit ? "read from" : "computed and saved to",
+                 c.reference_cache.c_str());
     out += fmt("ref ppl    %.4f (delta %+.4f)\n", c.ref_ppl, c.ppl_delta);
     out += fmt("KL(ref||m) mean %.6g, p99 %.6g, max %.6g; top-1 agreement %.4f\n", c.mean_kl,
                c.p99_kl, c.max_kl, c.top1_agreement);

@@ -52,6 +52,8 @@ struct PerplexityInfo {
 struct CompareInfo {
   ModelInfo reference;
   std::string tokenizer_match;  // how the shared tokenizer was established
+  std::string reference_cache;  // --reference-cache file ("" without one)
+  bool reference_cache_hit = false;  // its rows were read, not computed
   double mean_kl = 0.0;
   double p99_kl = 0.0;
   double max_kl = 0.0;

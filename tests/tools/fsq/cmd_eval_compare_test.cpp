@@ -136,5 +136,42 @@ TEST(CliCompare, PerturbedCopyMatchesIndependentKl) {
   fs::remove_all(copy);
 }
 
+// --reference-cache: the first run computes and saves the reference rows, the second reads
+// them and reports the very same numbers (the rows are the reference's own float32 logits).
+TEST(CliCompare, ReferenceCacheSecondRunReadsTheRowsAndMatchesExactly) {
+  FSQ_REQUIRE_STORIES260K();
+  fs::path copy = write_perturbed_copy();
+  fs::path dir = make_temp_dir("fsq-cli-refcache");
+  fs::create_directories(dir / "cache");
+  std::vector<nlohmann::json> runs;
+  for (const char* name : {"a.json", "b.json"}) {
+    auto args = compare_args(copy, stories260k_dir(), dir / name);
+    args.insert(args.end(), {"--reference-cache", (dir / "cache").string()});
+    RunResult r = run_fsq(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    runs.push_back(read_json(dir / name));
+  }
+  const auto &a = runs[0]["compare"], &b = runs[1]["compare"];
+  EXPECT_FALSE(a["reference_cache"]["hit"].get<bool>());
+  EXPECT_TRUE(b["reference_cache"]["hit"].get<bool>());
+  EXPECT_EQ(a["reference_cache"]["path"], b["reference_cache"]["path"]);
+  for (const char* k : {"mean_kl", "p99_kl", "max_kl", "top1_agreement", "ref_ppl"})
+    EXPECT_EQ(a[k].get<double>(), b[k].get<double>()) << k;
+  // One file: the scored rows of 6 windows x 255 tokens x the vocabulary, as float32.
+  const int64_t vocab = Checkpoint::open(stories260k_dir()).config().vocab_size;
+  EXPECT_EQ(fs::file_size(a["reference_cache"]["path"].get<std::string>()),
+            uint64_t(kWindows * (kSeqLen - 1) * vocab * 4));
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "cache")) ++files;
+  EXPECT_EQ(files, 1u);
+  // Without --compare it is refused.
+  RunResult bad = run_fsq({"eval", "--model", copy.string(), "--data", tinystories_val().string(),
+                           "--reference-cache", (dir / "cache").string(), "--no-speed"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--reference-cache"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
+  fs::remove_all(copy);
+}
+
 }  // namespace
 }  // namespace fsq::clitest

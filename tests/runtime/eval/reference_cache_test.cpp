@@ -1,0 +1,138 @@
+// The reference cache: a second run reads exactly the rows the first computed, without
+// calling the reference; any change in what the rows depend on changes the key; a bad file
+// or an interrupted run never yields rows.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "runtime/eval/perplexity.h"
+#include "runtime/eval/reference_cache.h"
+
+namespace fsq {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int64_t kVocab = 23;
+
+WindowPlan small_plan() {
+  std::vector<int32_t> text(200);
+  for (size_t i = 0; i < text.size(); ++i) text[i] = static_cast<int32_t>(2 + (i * 7) % (kVocab - 2));
+  WindowOptions o;
+  o.protocol = Protocol::LlamaCpp;
+  o.seq_len = 16;
+  o.bos_id = 1;
+  return make_windows(text, o);
+}
+
+at::Tensor ref_logits(const at::Tensor& ids) {
+  return at::cos(ids.to(at::kFloat).unsqueeze(-1) * 0.9f + at::arange(kVocab, at::kFloat) * 0.4f) * 3.0f;
+}
+
+fs::path fresh_dir(const char* name) {
+  fs::path d = fs::temp_directory_path() / (std::string(name) + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+const ReferenceCacheKey kKey{"00ff", "float32", "cpu", "test"};
+
+TEST(ReferenceCache, SecondRunReadsTheSameRowsWithoutTheReference) {
+  fs::path dir = fresh_dir("fsq-refcache");
+  WindowPlan plan = small_plan();
+  ASSERT_GE(plan.windows.size(), 3u);
+  int ref_calls = 0;
+  LogitsFn ref = [&](const at::Tensor& ids) { ++ref_calls; return ref_logits(ids); };
+  LogitsFn model = [](const at::Tensor& ids) { return ref_logits(ids) * 0.8f + 0.05f; };
+  EvalRunOptions ro;
+  ro.batch_size = 2;
+  ro.progress = ProgressMode::Off;
+  const std::string key = reference_cache_key(kKey, plan, kVocab);
+  const int64_t per_window = plan.windows.front().scored();
+
+  EvalResult direct = run_eval(model, &ref, plan, ro);
+  std::vector<EvalResult> cached;
+  for (int run = 0; run < 2; ++run) {
+    ref_calls = 0;
+    ReferenceCache cache(dir, key, plan.scored_tokens(), kVocab);
+    EXPECT_EQ(cache.hit(), run == 1);
+    RefRowsFn rows = cached_reference_rows(cache, reference_rows(ref, plan), per_window);
+    cached.push_back(run_eval_rows(model, &rows, plan, ro));
+    cache.commit();
+    EXPECT_EQ(ref_calls, run == 0 ? int((plan.windows.size() + 1) / 2) : 0);
+  }
+  for (const EvalResult& r : cached) {
+    EXPECT_EQ(r.compare->kl, direct.compare->kl);  // bit for bit
+    EXPECT_EQ(r.ref->nll_sum, direct.ref->nll_sum);
+    EXPECT_EQ(r.compare->agree, direct.compare->agree);
+  }
+  EXPECT_EQ(fs::file_size(dir / ("ref-" + key + ".f32")), uint64_t(plan.scored_tokens() * kVocab * 4));
+  fs::remove_all(dir);
+}
+
+TEST(ReferenceCache, KeyCoversWeightsWindowsAndRuntime) {
+  WindowPlan plan = small_plan();
+  const std::string base = reference_cache_key(kKey, plan, kVocab);
+  EXPECT_EQ(base.size(), 64u);
+  EXPECT_EQ(base, reference_cache_key(kKey, plan, kVocab));
+  ReferenceCacheKey k = kKey;
+  k.ref_weights_sha256 = "00fe";
+  EXPECT_NE(base, reference_cache_key(k, plan, kVocab));
+  k = kKey;
+  k.dtype = "bfloat16";
+  EXPECT_NE(base, reference_cache_key(k, plan, kVocab));
+  k = kKey;
+  k.fsq_version = "other";
+  EXPECT_NE(base, reference_cache_key(k, plan, kVocab));
+  WindowPlan changed = plan;
+  changed.windows.back().ids.back() ^= 1;
+  EXPECT_NE(base, reference_cache_key(kKey, changed, kVocab));
+  WindowPlan fewer = plan;
+  fewer.windows.pop_back();
+  EXPECT_NE(base, reference_cache_key(kKey, fewer, kVocab));
+  EXPECT_NE(base, reference_cache_key(kKey, plan, kVocab + 1));
+}
+
+TEST(ReferenceCache, WrongSizedFileIsRefusedNamingIt) {
+  fs::path dir = fresh_dir("fsq-refcache-bad");
+  const std::string key = std::string(64, 'a');
+  { std::ofstream(dir / ("ref-" + key + ".f32"), std::ios::binary) << "short"; }
+  try {
+    ReferenceCache cache(dir, key, 10, kVocab);
+    FAIL() << "a truncated cache file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ref-" + key), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("wrong size"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ReferenceCache(dir / "missing", key, 10, kVocab), Error);
+  fs::remove_all(dir);
+}
+
+TEST(ReferenceCache, InterruptedRunLeavesNoFile) {
+  fs::path dir = fresh_dir("fsq-refcache-int");
+  WindowPlan plan = small_plan();
+  int calls = 0;
+  LogitsFn ref = ref_logits;
+  LogitsFn model = [&](const at::Tensor& ids) {
+    if (++calls == 2) throw Error("model", "interrupted");
+    return ref_logits(ids);
+  };
+  EvalRunOptions ro;
+  ro.progress = ProgressMode::Off;
+  {
+    ReferenceCache cache(dir, reference_cache_key(kKey, plan, kVocab), plan.scored_tokens(), kVocab);
+    RefRowsFn rows = cached_reference_rows(cache, reference_rows(ref, plan), plan.windows.front().scored());
+    EXPECT_THROW(run_eval_rows(model, &rows, plan, ro), Error);
+    EXPECT_THROW(cache.commit(), Error);  // fewer rows than planned
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fsq
