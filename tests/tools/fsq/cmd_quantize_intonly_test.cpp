@@ -9,13 +9,12 @@
 #include <algorithm>
 
 #include "cli_support.h"
-#include "text_files.h"
+#include "stories260k_quantize_suite.h"
 
 namespace fsq::clitest {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr size_t kCalibBytes = 200'000;
 // Mean KL measured 2026-11-25: integer-only 0.00577 (top-1 0.956), SmoothQuant w8a8static (the
 // same weights and linear input scales on the float path) 0.00574 (top-1 0.961); with int8 q
 // and k the integer path was at 0.0143, which the factor bound catches. The absolute bound
@@ -24,26 +23,7 @@ constexpr double kMaxIntonlyKl = 0.05;
 constexpr double kMaxKlFactorVsSmoothQuantStatic = 1.5;
 constexpr int64_t kStories260kLinears = 5 * 7;  // 5 layers x q, k, v, o, gate, up, down
 
-class CliQuantizeIntonly : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!fs::exists(tinystories_val())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
-    dir_ = make_temp_dir("fsq-cli-intonly");
-    testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kCalibBytes));
-  }
-  static void TearDownTestSuite() {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  static RunResult quantize(const fs::path& out, const std::vector<std::string>& options) {
-    std::vector<std::string> args = {"quantize", "--model", stories260k_dir().string(), "--out", out.string(),
-                                     "--calib-data", (dir_ / "calib.txt").string(), "--samples", "16",
-                                     "--seq-len", "256", "--threads", "1", "--progress", "off"};
-    args.insert(args.end(), options.begin(), options.end());
-    return run_fsq(args);
-  }
-  static fs::path dir_;
-};
-fs::path CliQuantizeIntonly::dir_;
+class CliQuantizeIntonly : public Stories260kQuantizeSuite {};
 
 TEST_F(CliQuantizeIntonly, RunsInIntegersAndStaysCloseToFp) {
   FSQ_REQUIRE_STORIES260K();

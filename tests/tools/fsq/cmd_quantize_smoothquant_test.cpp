@@ -7,13 +7,12 @@
 #include <gtest/gtest.h>
 
 #include "cli_support.h"
-#include "text_files.h"
+#include "stories260k_quantize_suite.h"
 
 namespace fsq::clitest {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr size_t kCalibBytes = 200'000;
 // Mean KL measured 2026-11-25: naive per token 0.00129, SmoothQuant 0.5 0.00119, auto
 // 0.00118, per tensor 0.00574. The bounds are loose on purpose: they catch a broken int8 path
 // (orders of magnitude larger), not small drifts.
@@ -21,26 +20,7 @@ constexpr double kMaxW8A8PerTokenKl = 0.01;
 constexpr double kMaxW8A8PerTensorKl = 0.05;
 constexpr int64_t kStories260kLinears = 5 * 7;  // 5 layers x q, k, v, o, gate, up, down
 
-class CliQuantizeSmoothQuant : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!fs::exists(tinystories_val())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
-    dir_ = make_temp_dir("fsq-cli-smoothquant");
-    testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kCalibBytes));
-  }
-  static void TearDownTestSuite() {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  static RunResult quantize(const fs::path& out, const std::vector<std::string>& options) {
-    std::vector<std::string> args = {"quantize", "--model", stories260k_dir().string(), "--out", out.string(),
-                                     "--calib-data", (dir_ / "calib.txt").string(), "--samples", "16",
-                                     "--seq-len", "256", "--threads", "1", "--progress", "off"};
-    args.insert(args.end(), options.begin(), options.end());
-    return run_fsq(args);
-  }
-  static fs::path dir_;
-};
-fs::path CliQuantizeSmoothQuant::dir_;
+class CliQuantizeSmoothQuant : public Stories260kQuantizeSuite {};
 
 TEST_F(CliQuantizeSmoothQuant, W8A8CheckpointsRunAsInt8AndStayCloseToFp) {
   FSQ_REQUIRE_STORIES260K();
