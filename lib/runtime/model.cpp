@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/tensor_inventory.h"
+#include "runtime/causal_attention.h"
 #include "runtime/int8_linear.h"
 #include "runtime/intonly_model.h"
 #include "runtime/lut_linear.h"
@@ -183,7 +184,7 @@ at::Tensor DecoderLayer::forward(const at::Tensor& h, const RopeTables& rope, co
 at::Tensor DecoderLayer::attention(const at::Tensor& x, const RopeTables& rope, const ModelConfig& cfg, int64_t start,
                                    KVCache* cache, int64_t index, LayerTap* tap) const {
   const int64_t B = x.size(0), T = x.size(1), D = cfg.head_dim;
-  const int64_t heads = cfg.num_heads, kv_heads = cfg.num_kv_heads, rep = heads / kv_heads;
+  const int64_t heads = cfg.num_heads, kv_heads = cfg.num_kv_heads;
   if (start + T > rope.cos.size(0))
     throw Error("forward", "positions up to " + std::to_string(start + T) + " exceed the model's maximum " +
                                std::to_string(rope.cos.size(0)));
@@ -209,18 +210,7 @@ at::Tensor DecoderLayer::attention(const at::Tensor& x, const RopeTables& rope, 
     kh = cache->k[index].narrow(2, 0, S);
     vh = cache->v[index].narrow(2, 0, S);
   }
-  // Grouped-query attention without copying K/V: query heads of one KV head share a batch slot.
-  at::Tensor q5 = qh.reshape({B, kv_heads, rep, T, D});
-  at::Tensor k5 = kh.unsqueeze(2);
-  at::Tensor v5 = vh.unsqueeze(2);
-  at::Tensor scores = at::matmul(q5, k5.transpose(-1, -2)).to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(D)));
-  const int64_t offset = S - T;  // query t sits at absolute position offset + t
-  if (T > 1) {
-    at::Tensor mask = at::ones({T, S}, at::TensorOptions().dtype(at::kBool).device(x.device())).triu(offset + 1);
-    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
-  }
-  at::Tensor probs = at::softmax(scores, -1).to(x.scalar_type());
-  at::Tensor attn = at::matmul(probs, v5).reshape({B, heads, T, D}).transpose(1, 2).reshape({B, T, heads * D});
+  at::Tensor attn = causal_attention(qh, kh, vh);
   if (tap) tap->group_input("attn_out", attn);
   return o->forward(attn);
 }
