@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "options.h"
 #include "provenance.h"
+#include "wait_policy.h"
 #include "runtime/eval/evaluate.h"
 
 namespace fsq::cli {
@@ -39,6 +40,7 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   cfg.allow_nonfinite = f.allow_nonfinite;
   cfg.progress = apply_progress(f.progress);
   cfg.threads = apply_threads(f.rt.threads);
+  cfg.thread_waits = thread_wait_settings();
   cfg.fsq_version = version();
   if (cfg.perplexity && !cfg.data_path) throw Error("--data", "required (or pass --speed-only)");
 

@@ -170,6 +170,7 @@ EvalReport evaluate(const EvalConfig& cfg) {
   rep.device = ro.device.str();
   rep.dtype = scalar_type_name(ro.compute_dtype);
   rep.threads = cfg.threads;
+  rep.thread_waits = cfg.thread_waits;
   if (cfg.perplexity && cfg.data_path) check_text_file(*cfg.data_path);  // fail before loading
 
   Loaded m = load_model(cfg.model_dir, ro);

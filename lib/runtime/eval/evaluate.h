@@ -27,6 +27,7 @@ struct EvalConfig {
   int64_t batch_size = 0;          // 0: auto_batch_size
   RuntimeOptions runtime;          // device and compute dtype
   int threads = 0;                 // as applied by the caller (stamped into the report)
+  std::string thread_waits;        // the caller's worker wait settings (stamped into the report)
   bool perplexity = true;          // false: --speed-only
   bool speed = true;               // false: --no-speed
   bool allow_nonfinite = false;    // --allow-nonfinite: report NaN/Inf perplexity instead of failing

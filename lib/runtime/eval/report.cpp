@@ -54,6 +54,7 @@ nlohmann::json report_json(const EvalReport& r) {
   j["dtype"] = r.dtype;
   j["device"] = r.device;
   j["threads"] = r.threads;
+  if (!r.thread_waits.empty()) j["thread_waits"] = r.thread_waits;
   if (r.tokenizer_sha256) j["tokenizer"] = {{"sha256", *r.tokenizer_sha256}, {"kind", r.tokenizer_kind.value_or("")}};
   if (r.dataset)
     j["dataset"] = {{"path", r.dataset->path}, {"sha256", r.dataset->sha256},
@@ -88,8 +89,8 @@ std::string report_text(const EvalReport& r) {
   out += fmt("fsq %s eval\n", r.fsq_version.c_str());
   out += fmt("model      %s (%s, %lld params, weights sha256 %s)\n", m.path.c_str(),
              m.architecture.c_str(), static_cast<long long>(m.parameters), short_sha(m.weights_sha256).c_str());
-  out += fmt("runtime    %s on %s, threads %d, load %.3f s\n", r.dtype.c_str(), r.device.c_str(),
-             r.threads, m.load_seconds);
+  out += fmt("runtime    %s on %s, threads %d%s, load %.3f s\n", r.dtype.c_str(), r.device.c_str(), r.threads,
+             r.thread_waits.empty() ? "" : (" (" + r.thread_waits + ")").c_str(), m.load_seconds);
   std::string matmuls;
   for (const auto& [kind, count] : m.matmuls)
     matmuls += (matmuls.empty() ? "" : "; ") + std::to_string(count) + " x " + kind;

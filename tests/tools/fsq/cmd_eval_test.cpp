@@ -85,6 +85,27 @@ TEST(CliEval, SpeedOnlyReportsAllMeasurements) {
   std::filesystem::remove_all(dir);
 }
 
+// fsq re-executes itself with sleeping idle workers (tools/fsq/wait_policy.h) unless the user
+// chose: the report states what the run used.
+TEST(CliEval, IdleWorkersSleepUnlessTheUserChoseOtherwise) {
+  FSQ_REQUIRE_STORIES260K();
+  const std::filesystem::path dir = make_temp_dir("fsq-cli-waits");
+  auto waits = [&](const char* omp) {
+    unsetenv("OPENBLAS_THREAD_TIMEOUT");
+    unsetenv("FSQ_WAIT_POLICY_APPLIED");
+    if (omp) setenv("OMP_WAIT_POLICY", omp, 1); else unsetenv("OMP_WAIT_POLICY");
+    RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
+                           "--seq-len", "64", "--max-windows", "1", "--no-speed", "--threads", "1",
+                           "--json", (dir / "r.json").string(), "--force"});
+    unsetenv("OMP_WAIT_POLICY");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_json(dir / "r.json").value("thread_waits", std::string("missing"));
+  };
+  EXPECT_EQ(waits(nullptr), "OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4");
+  EXPECT_EQ(waits("ACTIVE"), "OMP_WAIT_POLICY=ACTIVE OPENBLAS_THREAD_TIMEOUT=4");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliGenerate, GreedyMatchesManifest) {
   FSQ_REQUIRE_STORIES260K();
   RunResult r = run_fsq({"generate", "--model", stories260k_dir().string(), "--prompt", "Once upon a time",
