@@ -4,6 +4,7 @@
 
 #include "build_info.h"
 #include "common/error.h"
+#include "common/sha256.h"
 #include "options.h"
 #include "provenance.h"
 #include "wait_policy.h"
@@ -28,6 +29,8 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   if (!f.reference_cache.empty()) {
     if (f.compare.empty()) throw Error("--reference-cache", "needs --compare (it keeps the reference model's logits)");
     cfg.reference_cache_dir = f.reference_cache;
+    // The binary's own hash: any rebuild (an uncommitted edit included) gets new cache keys.
+    cfg.fsq_build = version() + " " + sha256_file("/proc/self/exe");
   }
   cfg.protocol = parse_protocol(f.protocol);
   if (app->count("--seq-len")) cfg.seq_len = f.seq_len;

@@ -117,7 +117,7 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
     ref_rows = reference_rows(theirs, plan);
     if (cfg.reference_cache_dir) {
       ReferenceCacheKey key{ref->info.weights_sha256, scalar_type_name(ro.compute_dtype), ro.device.str(),
-                            cfg.fsq_version};
+                            cfg.fsq_build};
       const int64_t vocab = m.ckpt.config().vocab_size;
       cache.emplace(*cfg.reference_cache_dir, reference_cache_key(key, plan, vocab), plan.scored_tokens(), vocab);
       ref_rows = cached_reference_rows(*cache, std::move(ref_rows), plan.windows.front().scored());

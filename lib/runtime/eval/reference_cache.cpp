@@ -13,7 +13,7 @@ namespace fsq {
 std::string reference_cache_key(const ReferenceCacheKey& key, const WindowPlan& plan, int64_t vocab) {
   // One string holding every input; the window ids go in as raw bytes.
   std::string s = "fsq-reference-rows-v1\n" + key.ref_weights_sha256 + "\n" + key.dtype + "\n" + key.device +
-                  "\n" + key.fsq_version + "\nvocab " + std::to_string(vocab) + "\nseq_len " +
+                  "\n" + key.fsq_build + "\nvocab " + std::to_string(vocab) + "\nseq_len " +
                   std::to_string(plan.seq_len) + "\nwindows " + std::to_string(plan.windows.size()) + "\n";
   for (const Window& w : plan.windows) {
     s += std::to_string(w.score_begin) + " " + std::to_string(w.score_end) + "\n";

@@ -5,8 +5,8 @@
 //
 // File: DIR/ref-<key>.f32, the scored rows in scoring order as raw float32 [rows, vocab].
 // The key is a sha256 over everything the rows depend on (reference weights, the exact
-// window token ids and scoring range, compute dtype, device, fsq version), so a changed
-// input never reads stale rows. A miss writes the file atomically (temporary, fsync, rename)
+// window token ids and scoring range, compute dtype, device, the fsq binary itself), so a
+// changed input or a rebuilt fsq never reads stale rows. A miss writes the file atomically (temporary, fsync, rename)
 // only when every window was computed, so an interrupted run leaves nothing behind.
 #pragma once
 
@@ -29,7 +29,7 @@ struct ReferenceCacheKey {
   std::string ref_weights_sha256;
   std::string dtype;
   std::string device;
-  std::string fsq_version;
+  std::string fsq_build;  // identifies the code that computes the rows (version + binary sha256)
 };
 
 // sha256 hex over the key's fields, the plan's scoring range and every window's ids.

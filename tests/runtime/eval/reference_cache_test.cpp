@@ -87,7 +87,7 @@ TEST(ReferenceCache, KeyCoversWeightsWindowsAndRuntime) {
   k.dtype = "bfloat16";
   EXPECT_NE(base, reference_cache_key(k, plan, kVocab));
   k = kKey;
-  k.fsq_version = "other";
+  k.fsq_build = "other";
   EXPECT_NE(base, reference_cache_key(k, plan, kVocab));
   WindowPlan changed = plan;
   changed.windows.back().ids.back() ^= 1;
