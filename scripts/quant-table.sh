@@ -95,6 +95,16 @@ fp_row() {
 [[ ${FSQ_SKIP_FP:-0} == 1 ]] || fp_row
 fisher="$work/fisher.safetensors"
 stats="$work/stats.safetensors"
+# One `fsq calibrate` on the calibration folder into FILE, unless FILE exists; timed apart from
+# quantize and shared by every config that reads it.   calibrate_once FILE LABEL [FLAGS...]
+calibrate_once() {
+  local file="$1" label="$2"; shift 2
+  [[ -f $file ]] && return 0
+  local start; start=$(date +%s.%N)
+  "$fsq" calibrate --model "$model" --data "$work/calib" "$@" --samples "$samples" --seq-len "$calib_seq" \
+    --threads "$threads" --progress off --out "$file" >/dev/null
+  echo "$label: $(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))") s ($samples x $calib_seq tokens)"
+}
 for c in $configs; do
   IFS=: read -r method bits group <<<"$c"
   out="$work/q/$method-w$bits-g$group"
@@ -104,21 +114,11 @@ for c in $configs; do
   if [[ $method == w8a8 || $method == smoothquant || $method == intonly ]]; then
     shape=(--act-quant "$bits"); [[ $group != - ]] && shape+=(--alpha "$group")
     if [[ $method != intonly && $group != auto ]]; then
-      if [[ ! -f $stats ]]; then
-        start=$(date +%s.%N)
-        "$fsq" calibrate --model "$model" --data "$work/calib" --samples "$samples" --seq-len "$calib_seq" \
-          --threads "$threads" --progress off --out "$stats" >/dev/null
-        echo "calibration pass: $(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))") s ($samples x $calib_seq tokens)"
-      fi
+      calibrate_once "$stats" "calibration pass"
       shape+=(--calib "$stats"); calib=()
     fi
   elif [[ $method == squeezellm ]]; then
-    if [[ ! -f $fisher ]]; then
-      start=$(date +%s.%N)
-      "$fsq" calibrate --model "$model" --data "$work/calib" --fisher --samples "$samples" --seq-len "$calib_seq" \
-        --threads "$threads" --progress off --out "$fisher" >/dev/null
-      echo "fisher pass: $(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))") s ($samples x $calib_seq tokens)"
-    fi
+    calibrate_once "$fisher" "fisher pass" --fisher
     case "$group" in
       unweighted) shape=(--unweighted --dense-only) ;;
       dense) shape=(--calib "$fisher" --dense-only) ;;
