@@ -23,6 +23,12 @@
 # separately, like the Fisher pass); auto and intonly calibrate inside quantize.
 #   FSQ_CONFIGS="w8a8:per-token:- smoothquant:per-token:0.5 smoothquant:per-token:auto" ...
 #
+# Mixed precision (fsq plan): METHOD:plan:TARGET (METHOD awq, rtn or squeezellm) runs
+# `fsq plan --calib` on the shared calibration file (LLM-PQ's variance indicator, widths 3
+# and 4) for TARGET average code bits, then quantizes with --plan; its bits/w is measured
+# on the written file (fsq inspect).
+#   FSQ_CONFIGS="awq:3:128 awq:plan:3.5 squeezellm:3:sparse squeezellm:plan:3.5" ...
+#
 # The unquantized model's scored logits are computed once per protocol and text and kept in
 # the work folder (fsq eval --reference-cache), not recomputed for every checkpoint.
 set -euo pipefail
@@ -111,6 +117,14 @@ for c in $configs; do
   rm -rf "$out" "$out.partial"
   calib=(); [[ $method != rtn ]] && calib=(--calib-data "$work/calib" --samples "$samples" --seq-len "$calib_seq")
   shape=(--group-size "$group")
+  plan_flags=()
+  if [[ $bits == plan ]]; then
+    calibrate_once "$stats" "calibration pass"
+    plan="$work/plan-$method-$group.json"
+    "$fsq" plan --model "$model" --calib "$stats" --bits 3,4 --target-bits "$group" --force --out "$plan" >/dev/null
+    plan_flags=(--plan "$plan")
+    shape=(--group-size 128)
+  fi
   if [[ $method == w8a8 || $method == smoothquant || $method == intonly ]]; then
     shape=(--act-quant "$bits"); [[ $group != - ]] && shape+=(--alpha "$group")
     if [[ $method != intonly && $group != auto ]]; then
@@ -119,7 +133,8 @@ for c in $configs; do
     fi
   elif [[ $method == squeezellm ]]; then
     calibrate_once "$fisher" "fisher pass" --fisher
-    case "$group" in
+    variant="$group"; [[ $bits == plan ]] && variant=sparse
+    case "$variant" in
       unweighted) shape=(--unweighted --dense-only) ;;
       dense) shape=(--calib "$fisher" --dense-only) ;;
       sparse) shape=(--calib "$fisher") ;;
@@ -128,11 +143,17 @@ for c in $configs; do
     calib=()
   fi
   start=$(date +%s.%N)
-  bits_flag=(--bits "$bits"); [[ ${shape[0]} == --act-quant ]] && bits_flag=()
-  "$fsq" quantize --model "$model" --method "$method" "${bits_flag[@]}" "${shape[@]}" "${calib[@]}" \
+  bits_flag=(--bits "$bits"); [[ ${shape[0]} == --act-quant || $bits == plan ]] && bits_flag=()
+  [[ $bits == plan && $method == squeezellm ]] && shape=(--calib "$fisher")
+  "$fsq" quantize --model "$model" --method "$method" "${bits_flag[@]}" "${plan_flags[@]}" "${shape[@]}" "${calib[@]}" \
     --threads "$threads" --progress off --out "$out" --json "$out.json" >/dev/null
   secs=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))")
-  bpw=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["plan"]["bits_per_weight"])' "$out.json")
+  if [[ $bits == plan ]]; then  # the quantize plan assumes one width: measure the file instead
+    bpw=$("$fsq" inspect "$out" --json | python3 -c 'import json,sys; q=json.load(sys.stdin)["quantized"]
+print("%.3f" % (sum(e["bits_per_weight"] * e["weights"] for e in q) / sum(e["weights"] for e in q)))')
+  else
+    bpw=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["plan"]["bits_per_weight"])' "$out.json")
+  fi
   row "$method" "$out" "$bits" "$group" "$bpw" "$secs"
 done
 echo "work folder: $work (packed checkpoints, reports)"

@@ -73,6 +73,10 @@ Solution solve_ilp(const PlanProblem& p, double time_limit_s, const Assignment* 
   Cbc_setMaximumSeconds(m, time_limit_s);
   Cbc_setAllowableGap(m, 0);
   Cbc_setAllowableFractionGap(m, 1e-9);
+  // CBC 2.10.8's Cgl preprocessing fixed the optimum's variables away on a 3-layer, 3-width
+  // knapsack (tests/plan/bit_assignment_test.cpp, trial 12) and reported a worse answer as
+  // optimal; without it the same model solves exactly.
+  Cbc_setParameter(m, "preprocess", "off");
 
   for (const Column& c : columns) {
     size_t k = p.at(c.g, c.j, c.w);
@@ -85,9 +89,13 @@ Solution solve_ilp(const PlanProblem& p, double time_limit_s, const Assignment* 
 
   std::vector<int> cols;
   std::vector<double> coefs;
-  auto add = [&](int col, double coef) { cols.push_back(col), coefs.push_back(coef); };
+  // Explicit zeros are left out of the matrix.
+  auto add = [&](int col, double coef) {
+    if (coef != 0) cols.push_back(col), coefs.push_back(coef);
+  };
+  // Rows left empty (a memory row when nothing takes bytes) are always satisfied here.
   auto row = [&](char sense, double rhs) {
-    Cbc_addRow(m, "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense, rhs);
+    if (!cols.empty()) Cbc_addRow(m, "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense, rhs);
     cols.clear();
     coefs.clear();
   };

@@ -159,7 +159,22 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
                     {"search_tokens", cfg.search_tokens}});
   }
+  if (!cfg.layer_bits.empty()) options["bits_per_layer"] = cfg.layer_bits;
   return options;
+}
+
+// --plan's widths: one per layer, each one the method can store.
+void validate_layer_bits(const QuantizeConfig& cfg, int64_t layers, bool lut, bool int8_activations) {
+  if (cfg.layer_bits.empty()) return;
+  if (int8_activations) throw Error("--plan", "--method " + cfg.method + " has one width (int8); mixed plans need rtn, awq or squeezellm");
+  if (static_cast<int64_t>(cfg.layer_bits.size()) != layers)
+    throw Error("--plan", "the plan has widths for " + std::to_string(cfg.layer_bits.size()) + " layers, the model has " +
+                              std::to_string(layers) + " (a plan for another model?)");
+  for (int b : cfg.layer_bits) {
+    if (lut ? !lut_bits_supported(b) : !(b == 2 || b == 3 || b == 4 || b == 8))
+      throw Error("--plan", "--method " + cfg.method + " cannot store " + std::to_string(b) + "-bit layers (" +
+                                (lut ? "3 or 4" : "2, 3, 4 or 8") + "; 16-bit layers are not supported yet)");
+  }
 }
 
 // StoredLayer::vectors key suffix of a linear's largest calibration |input| (W8A8 passes).
@@ -266,6 +281,16 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     throw Error("--seq-len", "exceeds the model's maximum positions",
                 "<= " + std::to_string(mc.max_position_embeddings), std::to_string(cfg.draw.seq_len));
 
+  validate_layer_bits(cfg, mc.num_layers, lut, int8_activations);
+  if (!cfg.layer_bits_model_sha256.empty() && cfg.layer_bits_model_sha256 != ckpt.weights_sha256())
+    throw Error("--plan", "was made for other weights (model sha256 " + cfg.layer_bits_model_sha256.substr(0, 12) +
+                              "..., --model has " + ckpt.weights_sha256().substr(0, 12) + "...)");
+  auto quant_of_layer = [&](int64_t i) {
+    UniformQuant q = quant;
+    if (!cfg.layer_bits.empty()) q.bits = cfg.layer_bits[i];
+    return q;
+  };
+
   QuantizeSummary summary;
   summary.dry_run = cfg.dry_run;
   summary.shape = {cfg.method, calibrate_here, quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
@@ -369,7 +394,9 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       }
       DecoderLayer layer = shell->load_layer(ckpt, i);
       if (lut) {
-        store.save(i, quantize_layer_lut(layer, arch, i, fisher_source, lut_options));
+        squeezellm::LutOptions layer_lut = lut_options;
+        layer_lut.bits = quant_of_layer(i).bits;
+        store.save(i, quantize_layer_lut(layer, arch, i, fisher_source, layer_lut));
         count_saved_layer();
         malloc_trim(0);
         bar.update(i + 1, "layer " + std::to_string(i));
@@ -377,10 +404,10 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       }
       LayerRun run;
       if (calibrate_here) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
-      PassContext ctx{mc, arch, rope, i, quant, cfg.batch_size, cfg.search_tokens};
+      PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
       if (activation_stats) ctx.activation_stats = &*activation_stats;
       PassResult result = pass->run(layer, run.acts, ctx);
-      StoredLayer stored = quantize_layer(layer, arch, quant, result.report);
+      StoredLayer stored = quantize_layer(layer, arch, quant_of_layer(i), result.report);
       for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
       at::Tensor next;  // the next layer's input, when the range run computed it
       if (pass_info.integer_only) {

@@ -8,16 +8,21 @@
 
 #include "common/error.h"
 #include "options.h"
+#include "calib/calib_file.h"
+#include "formats/checkpoint.h"
+#include "plan/bit_assignment.h"
 #include "plan/cluster.h"
 #include "plan/plan_report.h"
 #include "plan/planner.h"
 #include "provenance.h"
+#include "quantize/variance_indicator.h"
 
 namespace fsq::cli {
 namespace {
 
 struct Flags {
-  std::string model, preset, cluster, gpu, gpu_specs, out;
+  std::string model, preset, cluster, gpu, gpu_specs, out, calib;
+  int64_t group_size = 128;
   int64_t prompt_len = 512, new_tokens = 100, batch = 32;
   int kv_bits = 16;
   std::vector<int> bits = {3, 4, 8, 16};
@@ -50,15 +55,80 @@ int list(const Flags& f) {
   return 0;
 }
 
+// The variance indicator from a calibration file of this model's weights.
+struct Indicator {
+  std::vector<std::vector<double>> omega;  // [layer][width]
+  std::vector<double> params;
+  std::string sha256;
+};
+
+Indicator indicator_from_calibration(const Flags& f) {
+  Checkpoint ckpt = Checkpoint::open(f.model);
+  CalibrationFile calib = CalibrationFile::open_for_model(f.calib, ckpt.weights_sha256(), "run fsq calibrate on this model");
+  Indicator ind;
+  ind.sha256 = ckpt.weights_sha256();
+  for (const auto& layer : variance_indicator(ckpt, calib, f.bits, f.group_size)) {
+    ind.omega.push_back(layer.omega);
+    ind.params.push_back(layer.params);
+  }
+  return ind;
+}
+
+std::string indicator_source(const Flags& f) {
+  return "variance indicator from " + f.calib + " (asymmetric g" + std::to_string(f.group_size) + " rounding steps)";
+}
+
+// No devices: the widths per layer that minimize summed omega at --target-bits.
+int run_bit_assignment(const Flags& f) {
+  if (f.target_bits <= 0) throw Error("--target-bits", "without --cluster or --gpu, fsq plan assigns widths for a budget: give --target-bits B");
+  Indicator ind = indicator_from_calibration(f);
+  plan::BitAssignment a = plan::assign_bits(ind.omega, ind.params, f.bits, f.target_bits, f.time_limit);
+  if (!a.found) throw Error("plan", "no assignment meets --target-bits (solver: " + a.status + ")");
+  nlohmann::json j;
+  plan::ModelSpec spec = plan::load_model_spec(f.model);
+  j["kind"] = "bit assignment";
+  j["model"] = {{"name", spec.name}, {"layers", spec.layers}, {"path", f.model}};
+  j["model_sha256"] = ind.sha256;
+  j["omega_source"] = indicator_source(f);
+  j["widths"] = f.bits;
+  j["group_size"] = f.group_size;
+  j["target_bits"] = f.target_bits;
+  j["plan"] = {{"found", true}, {"status", a.status}, {"bits_per_layer", a.bits}, {"avg_bits", a.avg_bits},
+               {"sum_omega", a.omega}, {"solve_seconds", a.seconds}};
+  j["uniform"] = nlohmann::json::array();
+  for (size_t w = 0; w < f.bits.size(); ++w) j["uniform"].push_back({{"bits", f.bits[w]}, {"sum_omega", plan::uniform_omega(ind.omega, w)}});
+  j["omega_per_layer"] = ind.omega;
+  if (!f.out.empty()) write_json_report(f.out, j);
+  if (f.json_stdout) {
+    j["invocation"] = invocation_json();
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::printf("%s: %zu layers, widths at most %.2f bits on average (code bits), omega: %s\n", spec.name.c_str(),
+              a.bits.size(), f.target_bits, indicator_source(f).c_str());
+  std::printf("bits per layer:");
+  for (int b : a.bits) std::printf(" %d", b);
+  std::printf("\nplan: average %.3f bits, sum omega %.6g (%s, %.2f s)\n", a.avg_bits, a.omega, a.status.c_str(), a.seconds);
+  for (size_t w = 0; w < f.bits.size(); ++w)
+    std::printf("uniform %2d bits: sum omega %.6g\n", f.bits[w], plan::uniform_omega(ind.omega, w));
+  if (!f.out.empty()) std::printf("wrote %s\n", f.out.c_str());
+  return 0;
+}
+
 int run_plan(const Flags& f) {
   if (f.list_gpus || f.list_presets) return list(f);
+  if (!f.calib.empty() && f.model.empty()) throw Error("--calib", "the indicator needs the weights: give --model DIR too");
+  if (!f.calib.empty() && f.cluster.empty() && f.gpu.empty()) {
+    check_output_file(f.out, "--out", {f.model, f.calib}, f.force);
+    return run_bit_assignment(f);
+  }
   if (f.model.empty() == f.preset.empty()) throw Error("plan", "give the model as --model DIR or --preset NAME (one of them)");
   if (f.cluster.empty() == f.gpu.empty()) throw Error("plan", "give the devices as --cluster FILE or --gpu TYPE (one of them)");
   if (f.prompt_len < 1 || f.new_tokens < 1 || f.batch < 1)
     throw Error("plan", "--prompt-len, --new-tokens and --batch must be at least 1");
   if (f.kv_bits != 4 && f.kv_bits != 8 && f.kv_bits != 16) throw Error("--kv-bits", "expected 4, 8 or 16");
   if (!(f.memory_fraction > 0 && f.memory_fraction <= 1)) throw Error("--memory-fraction", "expected a value in (0, 1]");
-  check_output_file(f.out, "--out", {f.model, f.cluster, f.gpu_specs}, f.force);
+  check_output_file(f.out, "--out", {f.model, f.cluster, f.gpu_specs, f.calib}, f.force);
 
   plan::GpuSpecTable gpus = plan::GpuSpecTable::builtin();
   if (!f.gpu_specs.empty()) gpus.merge(plan::GpuSpecTable::load(f.gpu_specs));
@@ -78,8 +148,13 @@ int run_plan(const Flags& f) {
   r.options.time_limit_s = f.time_limit;
   r.options.group_size = f.group;
   r.options.memory_fraction = f.memory_fraction;
-  r.layer_omega = plan::proxy_omega(r.model, f.bits);
-  r.omega_source = "proxy (no calibration file: unit-variance weights, the same for every layer)";
+  if (f.calib.empty()) {
+    r.layer_omega = plan::proxy_omega(r.model, f.bits);
+    r.omega_source = "proxy (no calibration file: unit-variance weights, the same for every layer)";
+  } else {
+    r.layer_omega = indicator_from_calibration(f).omega;
+    r.omega_source = indicator_source(f);
+  }
 
   plan::PlanReport report = plan::make_plan(r);
   nlohmann::json j = plan::plan_to_json(r, report);
@@ -109,6 +184,12 @@ Command add_plan_command(CLI::App& root) {
   app->add_option("--preset", f->preset, "a published model's shape instead of --model (see --list-presets)");
   app->add_option("--cluster", f->cluster, "cluster JSON: {\"devices\": [{\"type\", \"count\", \"node\"}], \"links\": {...}}")
       ->check(CLI::ExistingFile);
+  app->add_option("--calib", f->calib,
+                  "calibration file of --model (fsq calibrate): omega from its activation variances and the weights' "
+                  "rounding steps; without --cluster/--gpu, assigns per-layer widths for --target-bits")
+      ->check(CLI::ExistingFile);
+  app->add_option("--group-size", f->group_size, "quantization group size the indicator assumes for 3/4/8 bits")
+      ->capture_default_str();
   app->add_option("--gpu", f->gpu, "a single device of this type instead of --cluster (see --list-gpus)");
   app->add_option("--gpu-specs", f->gpu_specs, "extra or replacement GPU types (JSON like lib/plan/gpu_specs.json)")
       ->check(CLI::ExistingFile);
@@ -138,7 +219,9 @@ Command add_plan_command(CLI::App& root) {
   add_force_flag(app, f->force);
   app->footer(examples({"fsq plan --preset opt-30b --cluster cluster.json --prompt-len 512 --new-tokens 100 --batch 32",
                         "fsq plan --preset llama-2-70b --cluster cluster.json --quality-of 8",
-                        "fsq plan --model models/llama --gpu A100-40G --out plan.json", "fsq plan --list-gpus"}));
+                        "fsq plan --model models/llama --gpu A100-40G --out plan.json",
+                        "fsq plan --model DIR --calib calib.safetensors --bits 3,4 --target-bits 3.5 --out plan.json",
+                        "fsq plan --list-gpus"}));
   return Command{app, [f] { return run_plan(*f); }};
 }
 

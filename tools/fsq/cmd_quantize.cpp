@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/json_file.h"
 #include "formats/quant/quant_types.h"
 #include "formats/quant/w8a8_quant.h"
 #include "interrupt.h"
@@ -18,7 +19,7 @@ namespace {
 
 struct QuantizeFlags {
   std::string model, out, method = "awq", calib_data, calib_file, max_memory, json, progress = "auto",
-      layer_inputs = "quantized";
+      layer_inputs = "quantized", plan;
   int bits = 4;
   int64_t group_size = 128;
   bool symmetric = false, dry_run = false, no_resume = false, force = false;
@@ -64,14 +65,30 @@ PassOptions pass_options(const QuantizeFlags& f) {
   return o;
 }
 
+// plan.json from fsq plan: bits_per_layer (and the model's sha256 when it has one).
+void read_plan(const std::string& path, QuantizeConfig& cfg) {
+  nlohmann::json j = read_json_file(path);
+  const nlohmann::json* bits = nullptr;
+  if (j.is_object() && j.contains("plan") && j["plan"].is_object() && j["plan"].contains("bits_per_layer"))
+    bits = &j["plan"]["bits_per_layer"];
+  if (!bits || !bits->is_array() || bits->empty())
+    throw Error(path, "is not a plan from fsq plan (no plan.bits_per_layer)");
+  for (const auto& b : *bits) {
+    if (!b.is_number_integer()) throw Error(path, "plan.bits_per_layer must hold integers");
+    cfg.layer_bits.push_back(b.get<int>());
+  }
+  if (j.contains("model_sha256") && j["model_sha256"].is_string()) cfg.layer_bits_model_sha256 = j["model_sha256"].get<std::string>();
+}
+
 int run_quantize_command(const QuantizeFlags& f) {
   if (!f.dry_run) check_output_folder(f.out, "--out", {f.model, f.calib_data, f.calib_file});
-  check_output_file(f.json, "--json", {f.model, f.calib_data, f.calib_file, f.out}, f.force);
+  check_output_file(f.json, "--json", {f.model, f.calib_data, f.calib_file, f.out, f.plan}, f.force);
   QuantizeConfig cfg;
   cfg.model = f.model;
   cfg.out = f.out;
   cfg.method = f.method;
   cfg.quant = UniformQuant{f.bits, f.group_size, f.symmetric};
+  if (!f.plan.empty()) read_plan(f.plan, cfg);
   if (!f.calib_data.empty()) cfg.calib_data = f.calib_data;
   if (!f.calib_file.empty()) cfg.calib_file = f.calib_file;
   cfg.lut = f.lut;
@@ -129,6 +146,10 @@ Command add_quantize_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::IsMember(supported_group_sizes()));
   app->add_flag("--sym", f->symmetric, "symmetric quantization (no zero points)");
+  app->add_option("--plan", f->plan,
+                  "mixed precision: the width of each layer from fsq plan's plan.json (plan.bits_per_layer) instead "
+                  "of --bits; rtn and awq take 2/3/4/8, squeezellm 3/4")
+      ->check(CLI::ExistingFile);
   app->add_option("--calib-data", f->calib_data,
                   "calibration text for awq, and for squeezellm's Fisher pass when no --calib is given: .txt, "
                   "folder of .txt, or .jsonl with \"text\"")
@@ -185,6 +206,7 @@ Command add_quantize_command(CLI::App& root) {
       "fsq quantize --model DIR --method awq --calib-data calib.txt --out q/awq --dry-run",
       "fsq calibrate --model DIR --data calib.txt --fisher --out calib.safetensors && "
       "fsq quantize --model DIR --method squeezellm --bits 3 --calib calib.safetensors --out q/sq-w3",
+      "fsq quantize --model DIR --method awq --plan plan.json --calib-data calib.jsonl --out q/awq-mixed",
       "fsq quantize --model DIR --method smoothquant --alpha auto --calib-data calib.txt --out q/w8a8",
       "fsq quantize --model DIR --method intonly --calib-data calib.txt --out q/intonly",
       "fsq eval --model q/awq-w4 --compare DIR --data wiki.test.raw"}));
