@@ -25,7 +25,7 @@
 #
 # Mixed precision (fsq plan): METHOD:plan:TARGET (METHOD awq, rtn or squeezellm) runs
 # `fsq plan --calib` on the shared calibration file (LLM-PQ's variance indicator, widths 3
-# and 4) for TARGET average code bits, then quantizes with --plan; its bits/w is measured
+# and 4, and 8 above a 4-bit target) for TARGET average code bits, then quantizes with --plan; its bits/w is measured
 # on the written file (fsq inspect).
 #   FSQ_CONFIGS="awq:3:128 awq:plan:3.5 squeezellm:3:sparse squeezellm:plan:3.5" ...
 #
@@ -121,7 +121,8 @@ for c in $configs; do
   if [[ $bits == plan ]]; then
     calibrate_once "$stats" "calibration pass"
     plan="$work/plan-$method-$group.json"
-    "$fsq" plan --model "$model" --calib "$stats" --bits 3,4 --target-bits "$group" --force --out "$plan" >/dev/null
+    widths=3,4; python3 -c 'import sys; sys.exit(float(sys.argv[1]) <= 4)' "$group" && widths=3,4,8
+    "$fsq" plan --model "$model" --calib "$stats" --bits "$widths" --target-bits "$group" --force --out "$plan" >/dev/null
     plan_flags=(--plan "$plan")
     shape=(--group-size 128)
   fi

@@ -148,16 +148,20 @@ int run_plan(const Flags& f) {
   r.options.time_limit_s = f.time_limit;
   r.options.group_size = f.group;
   r.options.memory_fraction = f.memory_fraction;
+  std::string weights_sha256;
   if (f.calib.empty()) {
     r.layer_omega = plan::proxy_omega(r.model, f.bits);
     r.omega_source = "proxy (no calibration file: unit-variance weights, the same for every layer)";
   } else {
-    r.layer_omega = indicator_from_calibration(f).omega;
+    Indicator ind = indicator_from_calibration(f);
+    r.layer_omega = ind.omega;
     r.omega_source = indicator_source(f);
+    weights_sha256 = ind.sha256;
   }
 
   plan::PlanReport report = plan::make_plan(r);
   nlohmann::json j = plan::plan_to_json(r, report);
+  if (!weights_sha256.empty()) j["model_sha256"] = weights_sha256;  // fsq quantize --plan checks it
   if (!f.out.empty()) write_json_report(f.out, j);
   if (f.json_stdout) {
     j["invocation"] = invocation_json();

@@ -128,5 +128,21 @@ TEST_F(CliPlanStories260k, PlanForOtherWeightsOrMethodIsRefused) {
   EXPECT_FALSE(fs::exists(dir_ / "refused"));
 }
 
+TEST_F(CliPlanStories260k, CalibrationFileOfOtherWeightsIsRefused) {
+  FSQ_REQUIRE_STORIES260K();
+  // The same model with one weight byte changed: other weights, other sha256.
+  fs::path other = dir_ / "other-model";
+  fs::create_directories(other);
+  for (const auto& e : fs::directory_iterator(stories260k_dir())) fs::copy(e.path(), other / e.path().filename());
+  std::string bytes = testing::read_file(other / "model.safetensors");
+  bytes[bytes.size() - 1] ^= 0x01;
+  testing::write_file(other / "model.safetensors", bytes);
+  RunResult r = run_fsq({"plan", "--model", other.string(), "--calib", calibration().string(), "--target-bits", "3.5"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(calibration().string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run fsq calibrate on this model"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace fsq::clitest
