@@ -314,6 +314,14 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   }
   summary.plan = plan_quantize(ckpt, summary.shape);
   log(summary.plan.to_text(summary.shape) + (lut ? "" : group_fallbacks(ckpt, linear_names, quant)));
+  if (!cfg.layer_bits.empty()) {
+    std::map<int, int> count;
+    for (int b : cfg.layer_bits) count[b] += 1;
+    std::string widths;
+    for (const auto& [b, n] : count) widths += (widths.empty() ? "" : ", ") + std::to_string(n) + " at " + std::to_string(b) + " bits";
+    log("quantize: layer widths from --plan: " + widths + " (the sizes above assume " + std::to_string(quant.bits) +
+        " bits everywhere)");
+  }
   const int64_t limit = cfg.max_memory > 0 ? cfg.max_memory : physical_memory_bytes();
   if (limit > 0 && summary.plan.peak() > limit)
     throw Error("--max-memory", "the predicted peak memory exceeds the limit; use fewer --samples, a shorter --seq-len "
