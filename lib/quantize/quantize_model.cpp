@@ -80,6 +80,27 @@ StoredLayer quantize_layer(const DecoderLayer& layer, const ArchSpec& arch, cons
   return stored;
 }
 
+// StoredLayer::vectors key suffix of a linear kept at 16 bits (fsq quantize --plan): its
+// weight rounded to fp16, row-major [out, in].
+constexpr const char* kFp16WeightKey = ".weight";
+
+// A layer a plan keeps at 16 bits: norms, biases and every linear's weight rounded to fp16
+// (what the checkpoint will hold), no quantized matrices.
+StoredLayer fp16_layer(const DecoderLayer& layer, const ArchSpec& arch) {
+  StoredLayer stored;
+  stored.report = {{"bits", 16}};
+  for (const auto& spec : arch.linears) {
+    const DenseLinear& d = dense(layer, spec.role);
+    std::vector<float> w = to_floats(d.weight());
+    for (float& x : w) x = f16_to_f32(f32_to_f16(x));
+    stored.vectors[spec.role + kFp16WeightKey] = std::move(w);
+    if (d.bias()) stored.vectors[spec.role + ".bias"] = to_floats(*d.bias());
+  }
+  stored.vectors["input_norm"] = to_floats(layer.input_norm);
+  stored.vectors["post_attn_norm"] = to_floats(layer.post_attn_norm);
+  return stored;
+}
+
 at::Tensor host_floats_like(std::vector<float> v, const std::vector<int64_t>& shape, const at::Tensor& like) {
   at::Tensor host = at::empty(shape, at::kFloat);
   std::memcpy(host.data_ptr<float>(), v.data(), v.size() * sizeof(float));
@@ -97,6 +118,8 @@ void use_stored_values(DecoderLayer& layer, const ArchSpec& arch, const StoredLa
     std::vector<float> w(static_cast<size_t>(d.out_features() * d.in_features()));
     if (auto lut = stored.lut_linears.find(spec.role); lut != stored.lut_linears.end())
       dequantize_lut(lut->second, w.data());
+    else if (auto fp16 = stored.vectors.find(spec.role + kFp16WeightKey); fp16 != stored.vectors.end())
+      w = fp16->second;
     else
       dequantize_uniform(stored.linears.at(spec.role), w.data());
     std::optional<at::Tensor> bias;
@@ -171,9 +194,9 @@ void validate_layer_bits(const QuantizeConfig& cfg, int64_t layers, bool lut, bo
     throw Error("--plan", "the plan has widths for " + std::to_string(cfg.layer_bits.size()) + " layers, the model has " +
                               std::to_string(layers) + " (a plan for another model?)");
   for (int b : cfg.layer_bits) {
-    if (lut ? !lut_bits_supported(b) : !(b == 2 || b == 3 || b == 4 || b == 8))
+    if (b != 16 && (lut ? !lut_bits_supported(b) : !(b == 2 || b == 3 || b == 4 || b == 8)))
       throw Error("--plan", "--method " + cfg.method + " cannot store " + std::to_string(b) + "-bit layers (" +
-                                (lut ? "3 or 4" : "2, 3, 4 or 8") + "; 16-bit layers are not supported yet)");
+                                (lut ? "3, 4" : "2, 3, 4, 8") + " or 16)");
   }
 }
 
@@ -401,6 +424,18 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         continue;
       }
       DecoderLayer layer = shell->load_layer(ckpt, i);
+      if (quant_of_layer(i).bits == 16) {
+        StoredLayer stored = fp16_layer(layer, arch);
+        store.save(i, stored);
+        count_saved_layer();
+        if (calibrate_here && later_layers_pending(i)) {
+          use_stored_values(layer, arch, stored);
+          hidden = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, false).output;
+        }
+        malloc_trim(0);
+        bar.update(i + 1, "layer " + std::to_string(i) + " (16-bit)");
+        continue;
+      }
       if (lut) {
         squeezellm::LutOptions layer_lut = lut_options;
         layer_lut.bits = quant_of_layer(i).bits;
@@ -480,6 +515,15 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       QuantizedLinearToWrite linear{base, std::move(matrix), cfg.method, options, std::nullopt};
       if (int8_activations) set_activation_quant(linear, cfg.pass_options.act_quant, stored, role);
       packed.linears.push_back(std::move(linear));
+    }
+    for (const auto& spec : arch.linears) {
+      auto fp16 = stored.vectors.find(spec.role + kFp16WeightKey);
+      if (fp16 == stored.vectors.end()) continue;
+      const std::string base = layer_name(spec.pattern, i);
+      add_bias(spec.role, base);
+      const TensorView& original = ckpt.get(base + ".weight");
+      rewritten.push_back(encode(fp16->second, DType::F16, base + ".weight"));
+      packed.dense.push_back({base + ".weight", DType::F16, original.shape, rewritten.back()});
     }
     for (auto& [role, matrix] : stored.lut_linears) {
       const std::string base = layer_name(arch.linear(role).pattern, i);
