@@ -73,7 +73,7 @@ std::vector<int> even_partition(int groups, int stages) {
 PlanProblem build_problem(const ProblemInputs& in) {
   const ModelSpec& m = *in.model;
   const Workload& wl = in.workload;
-  if (in.group_size < 1) throw Error("--group", "group size must be at least 1");
+  if (in.group_size < 1) throw Error("--layers-per-group", "must be at least 1");
   if (static_cast<int64_t>(in.layer_omega.size()) != m.layers)
     throw Error("planner", "omega given for " + std::to_string(in.layer_omega.size()) + " layers, model has " +
                                std::to_string(m.layers));

@@ -87,7 +87,7 @@ struct ProblemInputs {
   const Cluster* cluster = nullptr;
   std::vector<int> widths;
   std::vector<std::vector<double>> layer_omega;  // [layer][width index]
-  int group_size = 1;                            // consecutive layers per group
+  int group_size = 1;                            // consecutive layers per group (--layers-per-group)
   double memory_fraction = 0.9;                  // of each device's memory the plan may use
   Efficiency efficiency;
 };

@@ -183,7 +183,8 @@ Command add_plan_command(CLI::App& root) {
       "layer and micro-batch sizes that maximize predicted throughput for a batch of prompts, with memory "
       "checked per device. The ILP (COIN-OR CBC) runs on the best candidates of a fast local search. Prints "
       "the plan and its speedup over Uniform (even split, highest width that fits) and PipeEdge (one width, "
-      "heterogeneity-aware split) in the same cost model (roofline from the GPU table).");
+      "heterogeneity-aware split) in the same cost model (roofline from the GPU table). With --calib and no devices, picks the width of each "
+      "layer for an average-bits budget (--target-bits) from LLM-PQ's variance indicator, for fsq quantize --plan.");
   app->add_option("--model", f->model, "model folder or config.json (llama, mistral, qwen2, opt, bloom)");
   app->add_option("--preset", f->preset, "a published model's shape instead of --model (see --list-presets)");
   app->add_option("--cluster", f->cluster, "cluster JSON: {\"devices\": [{\"type\", \"count\", \"node\"}], \"links\": {...}}")
@@ -212,7 +213,7 @@ Command add_plan_command(CLI::App& root) {
   app->add_option("--target-bits", f->target_bits, "average weight bits at most this");
   app->add_option("--solver", f->solver, "ilp or heuristic")->check(CLI::IsMember({"ilp", "heuristic"}))->capture_default_str();
   app->add_option("--time-limit", f->time_limit, "seconds per ILP solve")->check(CLI::PositiveNumber)->capture_default_str();
-  app->add_option("--group", f->group, "consecutive layers per ILP group (0: auto, at most 24 groups)")
+  app->add_option("--layers-per-group", f->group, "consecutive layers per ILP group (0: auto, at most 24 groups)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app->add_option("--memory-fraction", f->memory_fraction, "share of each GPU's memory a plan may fill")->capture_default_str();
