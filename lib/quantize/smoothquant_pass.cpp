@@ -29,14 +29,40 @@ struct Choice {
   double error = 0;
 };
 
-Choice search_alpha(const at::Tensor& x, const std::vector<at::Tensor>& weights, const at::Tensor& x_absmax,
-                    const at::Tensor& w_absmax, ActivationQuant mode) {
-  Choice best{0, std::numeric_limits<double>::infinity()};
-  for (double alpha : smoothquant_alpha_grid()) {
-    const double err = w8a8_output_error(x, weights, smoothing_scales(x_absmax, w_absmax, alpha), mode);
-    if (err < best.error) best = {alpha, err};  // ties keep the smaller alpha: deterministic
-  }
-  return best;
+// How a group's scales fold: "" plain (norm or one-to-one producer), "shared kv" (o_proj
+// under grouped-query attention: scales shared by the query heads of a KV head, divided out
+// of v_proj's rows), or why not at all.
+struct FoldRoute {
+  bool shared_kv = false;
+  std::string blocker;
+};
+
+FoldRoute fold_route(const DecoderLayer& layer, const LinearGroup& group, int64_t width, bool smooth) {
+  if (!smooth) return {false, "naive W8A8: no smoothing"};
+  std::string blocker = group_fold_blocker(layer, group, width, kWho);
+  if (!blocker.empty() && folds_through_shared_kv_heads(layer, group, width, kWho)) return {true, ""};
+  return {false, blocker};
+}
+
+// Scales for the route: with shared KV heads, from absmaxes pooled over the query heads of
+// each KV head, so they are equal where the fold needs them equal.
+at::Tensor route_scales(const FoldRoute& route, const at::Tensor& x_absmax, const at::Tensor& w_absmax, double alpha,
+                        int64_t kv_rows, int64_t head_dim) {
+  if (!route.shared_kv) return smoothing_scales(x_absmax, w_absmax, alpha);
+  return smoothing_scales(max_over_shared_kv_heads(x_absmax, kv_rows, head_dim),
+                          max_over_shared_kv_heads(w_absmax, kv_rows, head_dim), alpha);
+}
+
+void fold_route_scales(DecoderLayer& layer, const PassContext& ctx, const LinearGroup& group, const FoldRoute& route,
+                       const at::Tensor& s) {
+  if (route.shared_kv)
+    fold_group_scales_shared_kv(layer, group, s, ctx.config.head_dim, kWho);
+  else
+    fold_group_scales(layer, ctx.arch, group, s, kWho);
+}
+
+int64_t producer_rows(const DecoderLayer& layer, const LinearGroup& group) {
+  return group.producer.empty() ? 0 : dense_linear(layer, group.producer, kWho).weight().size(0);
 }
 
 // Without calibration activations: smoothing from the calibration file's per-channel input
@@ -59,15 +85,15 @@ PassResult smooth_from_file(DecoderLayer& layer, const PassContext& ctx, std::op
       throw Error(ctx.activation_stats->path().string(), first + kInputAbsmax + " does not match the linear's inputs");
     nlohmann::json entry = {{"stats", "calibration file"}};
     at::Tensor s = at::ones_like(x_absmax);
-    const std::string blocker =
-        smooth ? group_fold_blocker(layer, group, x_absmax.size(0), kWho) : std::string("naive W8A8: no smoothing");
-    if (blocker.empty()) {
+    const FoldRoute route = fold_route(layer, group, x_absmax.size(0), smooth);
+    if (route.blocker.empty()) {
       if (!alpha) throw Error("--alpha", "auto needs calibration activations");
-      s = smoothing_scales(x_absmax, weight_column_absmax(weights), *alpha);
-      fold_group_scales(layer, ctx.arch, group, s, kWho);
-      entry.update({{"smoothed", true}, {"alpha", *alpha}, {"searched", false}});
+      s = route_scales(route, x_absmax, weight_column_absmax(weights), *alpha, producer_rows(layer, group),
+                       ctx.config.head_dim);
+      fold_route_scales(layer, ctx, group, route, s);
+      entry.update({{"smoothed", true}, {"alpha", *alpha}, {"searched", false}, {"shared_kv_heads", route.shared_kv}});
     } else {
-      entry.update({{"smoothed", false}, {"reason", blocker}});
+      entry.update({{"smoothed", false}, {"reason", route.blocker}});
     }
     const float absmax = (x_absmax / s).max().item<float>();
     for (const auto& role : group.roles) result.input_absmax[role] = absmax;
@@ -95,23 +121,22 @@ PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& act
 
     nlohmann::json entry = {{"error_unsmoothed", unsmoothed}};
     at::Tensor s = ones;
-    const std::string blocker =
-        smooth_ ? group_fold_blocker(layer, group, x2.size(1), kWho) : std::string("naive W8A8: no smoothing");
-    if (blocker.empty()) {
+    const FoldRoute route = fold_route(layer, group, x2.size(1), smooth_);
+    if (route.blocker.empty()) {
       const at::Tensor w_absmax = weight_column_absmax(weights);
-      Choice choice;
-      if (alpha_) {
-        choice = {*alpha_, 0};
-        choice.error = w8a8_output_error(sample, weights, smoothing_scales(x_absmax, w_absmax, *alpha_), act_quant_);
-      } else {
-        choice = search_alpha(sample, weights, x_absmax, w_absmax, act_quant_);
+      const int64_t kv_rows = producer_rows(layer, group), head_dim = ctx.config.head_dim;
+      auto scales = [&](double alpha) { return route_scales(route, x_absmax, w_absmax, alpha, kv_rows, head_dim); };
+      Choice choice{alpha_.value_or(0), std::numeric_limits<double>::infinity()};
+      for (double alpha : alpha_ ? std::vector<double>{*alpha_} : smoothquant_alpha_grid()) {
+        const double err = w8a8_output_error(sample, weights, scales(alpha), act_quant_);
+        if (err < choice.error) choice = {alpha, err};  // ties keep the smaller alpha: deterministic
       }
-      s = smoothing_scales(x_absmax, w_absmax, choice.alpha);
-      fold_group_scales(layer, ctx.arch, group, s, kWho);
+      s = scales(choice.alpha);
+      fold_route_scales(layer, ctx, group, route, s);
       entry.update({{"smoothed", true}, {"alpha", choice.alpha}, {"searched", !alpha_.has_value()},
-                    {"error", choice.error}});
+                    {"error", choice.error}, {"shared_kv_heads", route.shared_kv}});
     } else {
-      entry.update({{"smoothed", false}, {"reason", blocker}});
+      entry.update({{"smoothed", false}, {"reason", route.blocker}});
     }
     const float absmax = (x2 / s).abs().max().item<float>();
     for (const auto& role : group.roles) result.input_absmax[role] = absmax;

@@ -2,8 +2,10 @@
 // group of the ArchSpec: smoothing factors from the calibration inputs' per-channel absmax
 // and the group's weights, at the given alpha or, with alpha unset, the alpha of
 // smoothquant_alpha_grid() whose W8A8 output error on the calibration tokens is smallest;
-// folded into the preceding RMSNorm or producing linear. A group with neither (o_proj under
-// grouped-query attention) stays unsmoothed and the report says why. It also records each
+// folded into the preceding RMSNorm or producing linear. Under grouped-query attention
+// o_proj's scales come from absmaxes pooled over the query heads that share a KV head and
+// divide out of v_proj's rows (group_fold.h; the report marks it "shared_kv_heads"). A group
+// with no fold stays unsmoothed and the report says why. It also records each
 // linear's largest |input| after smoothing, for static per-tensor activation scales.
 #pragma once
 
