@@ -1,11 +1,21 @@
-// fsq export: a packed checkpoint (fsq quantize) -> a folder an inference engine loads.
-// Today: AutoAWQ GEMM, for vLLM and Hugging Face transformers.
+// fsq export: fsq's weights -> files an existing inference engine loads.
+//   autoawq: a packed checkpoint (fsq quantize) -> the AutoAWQ GEMM folder (vLLM, transformers).
+//   gguf:    a llama.cpp GGUF -> the same model in one of llama.cpp's block types, each block
+//            fitted by fsq's importance-weighted search (calibration statistics when given).
 #include <cstdio>
 
+#include "calib/calib_file.h"
 #include "common/atomic_file.h"
+#include "common/error.h"
+#include "common/progress.h"
+#include "common/sha256.h"
 #include "formats/export/autoawq.h"
+#include "formats/export/gguf_export.h"
+#include "formats/gguf/gguf_model.h"
+#include "formats/gguf/gguf_reader.h"
 #include "formats/packed_checkpoint.h"
 #include "options.h"
+#include "provenance.h"
 
 namespace fsq::cli {
 namespace {
@@ -14,9 +24,17 @@ struct ExportFlags {
   std::string format;
   std::string input;
   std::string out;
+  std::string type;
+  std::string calib;
+  std::string json;
+  std::string progress = "auto";
+  bool force = false;
+  RuntimeFlags rt;
 };
 
-int run_export(const ExportFlags& f) {
+int run_autoawq(const ExportFlags& f) {
+  if (!f.type.empty() || !f.calib.empty())
+    throw Error("fsq export", "--type and --calib belong to --format gguf; autoawq takes the checkpoint's own widths");
   // Refuse a busy destination before reading (and hashing) the whole checkpoint.
   check_output_folder(f.out, "--out", {f.input});
   AtomicDir::check_destination(f.out);
@@ -27,20 +45,104 @@ int run_export(const ExportFlags& f) {
   return 0;
 }
 
+// Per-input-column E[x^2] of the linear a GGUF weight belongs to, from the calibration file.
+std::function<std::vector<float>(const std::string&, int64_t)> importance_from(const CalibrationFile* calib,
+                                                                               const ArchSpec& arch,
+                                                                               const std::string& source) {
+  if (calib == nullptr) return {};
+  return [calib, &arch, source](const std::string& gguf_name, int64_t cols) -> std::vector<float> {
+    const LinearSpec* linear = nullptr;
+    std::string hf = arch.hf_name_of_gguf(gguf_name, &linear);
+    const std::string suffix = ".weight";
+    if (linear == nullptr || !hf.ends_with(suffix)) return {};
+    auto stats = calib->input_stats(hf.substr(0, hf.size() - suffix.size()));
+    if (!stats || static_cast<int64_t>(stats->sqmean.size()) != cols) return {};
+    return {stats->sqmean.begin(), stats->sqmean.end()};
+  };
+}
+
+int run_gguf(const ExportFlags& f) {
+  if (f.type.empty()) throw Error("fsq export", "--format gguf needs --type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL)");
+  if (!is_gguf_path(f.input))
+    throw Error(f.input, "--format gguf reads a llama.cpp .gguf file (convert a Hugging Face folder with llama.cpp's "
+                         "convert_hf_to_gguf.py first)");
+  const auto type = ggml_type_from_name(f.type);
+  if (!type) throw Error("fsq export", "--type " + f.type + " is not a ggml type name (e.g. Q4_0, IQ4_NL)");
+  check_output_file(f.out, "--out", {f.input, f.calib}, f.force);
+  check_output_file(f.json, "--json", {f.input, f.calib, f.out}, f.force);
+  const int threads = apply_threads(f.rt.threads);
+  apply_progress(f.progress);
+
+  const auto source = GgufFile::open(f.input);
+  const ArchSpec* arch = find_gguf_arch_spec(source->get_string("general.architecture"));
+  if (arch == nullptr)
+    throw Error(f.input, "architecture '" + source->get_string("general.architecture") +
+                             "' is not supported; supported: " + join_names(supported_gguf_architectures()));
+  const GgufExportPlan plan = plan_gguf_export(*source, *type);  // refuses before anything is written
+
+  std::optional<CalibrationFile> calib;
+  const std::string source_sha = sha256_file(f.input);
+  if (!f.calib.empty())
+    calib = CalibrationFile::open_for_model(f.calib, source_sha, "run fsq calibrate --model " + f.input);
+
+  GgufExportOptions options;
+  options.importance = importance_from(calib ? &*calib : nullptr, *arch, f.input);
+  options.threads = threads;
+  options.provenance = {{"producer", producer_json()},
+                        {"source_sha256", source_sha},
+                        {"type", f.type},
+                        {"calibration", calib ? calib->provenance().value("data_sha256", "") : ""}};
+  Progress progress("export " + f.type, static_cast<int64_t>(plan.tensors.size()));
+  options.progress = [&](size_t done, size_t) { progress.update(static_cast<int64_t>(done)); };
+  const GgufExportReport report = export_gguf(*source, plan, f.out, options);
+  progress.finish();
+
+  int weighted = 0, matrices = 0;
+  for (const auto& t : report.plan.tensors) {
+    if (t.dims.size() < 2) continue;
+    ++matrices;
+    weighted += t.weighted ? 1 : 0;
+    if (!t.note.empty()) std::fprintf(stderr, "note: %s: %s\n", t.name.c_str(), t.note.c_str());
+  }
+  std::printf("exported %s -> %s (%s, %.3f bits/weight, %llu bytes; %d of %d matrices importance-weighted%s)\n",
+              f.input.c_str(), f.out.c_str(), f.type.c_str(), report.bits_per_weight,
+              static_cast<unsigned long long>(report.file_bytes), weighted, matrices,
+              calib ? "" : ": no --calib, plain squared error");
+  if (!f.json.empty()) write_json_report(f.json, report.to_json());
+  return 0;
+}
+
+int run_export(const ExportFlags& f) { return f.format == "gguf" ? run_gguf(f) : run_autoawq(f); }
+
 }  // namespace
 
 Command add_export_command(CLI::App& root) {
   auto f = std::make_shared<ExportFlags>();
   CLI::App* app = root.add_subcommand(
       "export",
-      "Export a packed checkpoint (fsq quantize) to a Hugging Face folder an inference engine loads. "
-      "autoawq: the AutoAWQ GEMM layout (4-bit, asymmetric, one group size of 32, 64 or 128) that vLLM "
-      "and transformers load; other quant types are refused with the reason. Dense tensors become fp16.");
-  app->add_option("--format", f->format, "output format")->required()->check(CLI::IsMember({"autoawq"}));
-  app->add_option("input", f->input, "packed checkpoint folder")->required()->check(CLI::ExistingDirectory);
-  app->add_option("out,--out", f->out, "output folder (must not exist, or be empty)")->required();
+      "Export weights to files an existing inference engine loads.\n"
+      "  autoawq: a packed checkpoint (fsq quantize) -> the AutoAWQ GEMM folder that vLLM and transformers load "
+      "(4-bit, asymmetric, one group size of 32, 64 or 128; other quant types are refused with the reason).\n"
+      "  gguf: a llama.cpp .gguf -> a .gguf of --type for llama.cpp, metadata and tokenizer copied; tensor types "
+      "follow llama-quantize's rules for that type, and each block's scale is searched for the least "
+      "squared error, weighted per input channel by E[x^2] from --calib (fsq calibrate on the same .gguf).");
+  app->add_option("--format", f->format, "output format")->required()->check(CLI::IsMember({"autoawq", "gguf"}));
+  app->add_option("input", f->input, "autoawq: packed checkpoint folder; gguf: source .gguf file")
+      ->required()
+      ->check(CLI::ExistingPath);
+  app->add_option("out,--out", f->out, "autoawq: output folder (must not exist, or be empty); gguf: output .gguf")
+      ->required();
+  app->add_option("--type", f->type, "gguf: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or IQ4_NL");
+  app->add_option("--calib", f->calib, "gguf: calibration file of the same .gguf (fsq calibrate) for importance weights")
+      ->check(CLI::ExistingFile);
+  app->add_option("--json", f->json, "gguf: also write the per-tensor types and sizes as JSON");
+  add_runtime_flags(app, f->rt);
+  add_progress_flag(app, f->progress);
+  add_force_flag(app, f->force);
   app->footer(examples({"fsq export --format autoawq smollm2-w4g128 smollm2-awq",
-                        "fsq export --format autoawq smollm2-w4g128 --out smollm2-awq"}));
+                        "fsq calibrate --model smollm2-f32.gguf --data wiki.train.txt --out calib.safetensors",
+                        "fsq export --format gguf --type Q4_0 --calib calib.safetensors smollm2-f32.gguf smollm2-q4_0.gguf",
+                        "llama-perplexity -m smollm2-q4_0.gguf -f wiki.test.raw -c 2048"}));
   return Command{app, [f] { return run_export(*f); }};
 }
 

@@ -207,6 +207,18 @@ void block_q6_k(const std::byte* b, float* y) {
   }
 }
 
+// IQ4_NL: {f16 d; u8 qs[16]}, nibbles laid out as in Q4_0, each an index into a fixed
+// non-uniform table (iq4nl_levels); y = d * table[q].
+void block_iq4_nl(const std::byte* b, float* y) {
+  float d = half_at(b);
+  const auto& levels = iq4nl_levels();
+  for (int j = 0; j < 16; ++j) {
+    u8 q = byte_at(b, 2 + j);
+    y[j] = d * static_cast<float>(levels[q & 0xF]);
+    y[j + 16] = d * static_cast<float>(levels[q >> 4]);
+  }
+}
+
 using BlockFn = void (*)(const std::byte*, float*);
 
 BlockFn block_fn(GgmlType t) {
@@ -221,11 +233,19 @@ BlockFn block_fn(GgmlType t) {
     case GgmlType::Q4_K: return block_q4_k;
     case GgmlType::Q5_K: return block_q5_k;
     case GgmlType::Q6_K: return block_q6_k;
+    case GgmlType::IQ4_NL: return block_iq4_nl;
     default: return nullptr;
   }
 }
 
 }  // namespace
+
+const std::array<int8_t, 16>& iq4nl_levels() {
+  // ggml's kvalues_iq4nl: a 4-bit grid denser near zero, fitted to normally distributed weights.
+  static constexpr std::array<int8_t, 16> kLevels = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                     1,    13,   25,  38,  53,  69,  89,  113};
+  return kLevels;
+}
 
 bool can_dequantize(GgmlType t) {
   return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16 || block_fn(t) != nullptr;

@@ -46,6 +46,10 @@ class GgufArray {
   const std::vector<std::string>& strings() const;  // throws unless type() == STRING
   std::vector<int64_t> to_i64() const;
   std::vector<double> to_f64() const;
+  // The elements as stored: little-endian bytes of a numeric array (empty for STRING and
+  // ARRAY), and the unpacked elements of a nested-array array (what a writer copies).
+  std::span<const std::byte> raw() const { return raw_; }
+  const std::vector<GgufArray>& arrays() const { return arrays_; }
 
   // Built by the reader; `raw` holds size * element-size bytes for numeric types.
   GgufArray(GgufType type, size_t size, std::vector<std::byte> raw, std::vector<std::string> strings,

@@ -1,0 +1,184 @@
+#include "formats/export/gguf_export.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "common/error.h"
+#include "common/half.h"
+#include "formats/gguf/dequantize.h"
+#include "formats/gguf/gguf_reader.h"
+#include "formats/gguf/gguf_writer.h"
+#include "formats/gguf/quantize_blocks.h"
+
+namespace fsq {
+namespace {
+
+constexpr const char* kOutput = "output.weight";
+constexpr const char* kTokenEmbd = "token_embd.weight";
+
+bool is_output_head(const GgufFile& source, const std::string& name) {
+  return name == kOutput || (name == kTokenEmbd && source.find_tensor(kOutput) == nullptr);
+}
+
+// Runs body(row) for rows [0, n) on `threads` threads, contiguous chunks (the result does
+// not depend on the thread count: rows are independent). The first exception is rethrown.
+void parallel_rows(int64_t n, int threads, const std::function<void(int64_t)>& body) {
+  threads = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(n, 1)));
+  if (threads == 1) {
+    for (int64_t r = 0; r < n; ++r) body(r);
+    return;
+  }
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        for (int64_t r = n * t / threads; r < n * (t + 1) / threads; ++r) body(r);
+      } catch (...) {
+        std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+void write_row(GgmlType to, const float* x, int64_t n, const float* importance, std::byte* dst) {
+  switch (to) {
+    case GgmlType::F32: std::memcpy(dst, x, static_cast<size_t>(n) * 4); return;
+    case GgmlType::F16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h = f32_to_f16(x[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return;
+    default:
+      quantize_row_gguf(to, {x, static_cast<size_t>(n)},
+                        importance != nullptr ? std::span<const float>(importance, static_cast<size_t>(n))
+                                              : std::span<const float>(),
+                        {dst, static_cast<size_t>(*ggml_nbytes(to, n))});
+  }
+}
+
+}  // namespace
+
+uint32_t llama_file_type_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::IQ4_NL: return 25;
+    default: throw Error("gguf export", "no llama.cpp file type for " + std::string(ggml_type_name(t)));
+  }
+}
+
+GgufExportPlan plan_gguf_export(const GgufFile& source, GgmlType type) {
+  const std::string where = "fsq export --type " + std::string(ggml_type_name(type));
+  if (!can_quantize_gguf(type))
+    throw Error(where, "fsq cannot write this type yet; types it writes: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL");
+  GgufExportPlan plan;
+  plan.type = type;
+  const int64_t block = ggml_type_info(type).block_size;
+  bool any_matrix_takes_type = false;
+  for (const auto& t : source.tensors()) {
+    if (!can_dequantize(t.type))
+      throw Error(source.name(), "tensor '" + t.name + "' is " + std::string(ggml_type_name(t.type)) +
+                                     ", which fsq cannot dequantize");
+    GgufTensorPlan p{t.name, t.type, GgmlType::F32, t.dims, "", false};
+    if (t.dims.size() >= 2) {
+      const int64_t cols = t.dims[0];
+      if (is_output_head(source, t.name)) {
+        p.to = GgmlType::Q8_0;
+        p.note = cols % kQK_K == 0 ? "output head: llama-quantize writes Q6_K here; fsq has no Q6_K quantizer yet"
+                                   : "output head: Q6_K, rows not whole 256-blocks, so Q8_0 as llama.cpp falls back";
+        if (type == GgmlType::Q8_0) p.note.clear();
+      } else if (cols % block == 0) {
+        p.to = type;
+        any_matrix_takes_type = true;
+      } else {
+        p.to = GgmlType::F16;
+        p.note = "rows of " + std::to_string(cols) + " are not whole " + std::to_string(block) + "-blocks: F16";
+      }
+    }
+    plan.tensors.push_back(std::move(p));
+  }
+  if (!any_matrix_takes_type)
+    throw Error(where, "no weight matrix of " + source.name() + " has rows that are whole " + std::to_string(block) +
+                           "-element blocks");
+  return plan;
+}
+
+nlohmann::json GgufExportReport::to_json() const {
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const auto& t : plan.tensors) {
+    nlohmann::json j = {{"name", t.name}, {"from", ggml_type_name(t.from)}, {"to", ggml_type_name(t.to)},
+                        {"dims", t.dims}, {"importance_weighted", t.weighted}};
+    if (!t.note.empty()) j["note"] = t.note;
+    tensors.push_back(std::move(j));
+  }
+  return {{"type", ggml_type_name(plan.type)},
+          {"file_bytes", file_bytes},
+          {"parameters", parameters},
+          {"bits_per_weight", bits_per_weight},
+          {"tensors", std::move(tensors)}};
+}
+
+GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan, const std::filesystem::path& out,
+                             const GgufExportOptions& options) {
+  GgufExportReport report;
+  report.plan = plan;
+  GgufWriter writer;
+  for (const auto& [key, value] : source.metadata()) writer.set(key, value);
+  writer.set("general.file_type", GgufValue{llama_file_type_of(plan.type)});
+  writer.set("general.quantization_version", GgufValue{uint32_t{2}});
+  if (!options.provenance.is_null()) writer.set("fsq.export", GgufValue{options.provenance.dump()});
+
+  uint64_t data_bytes = 0;
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const auto& t = plan.tensors[i];
+    writer.add_tensor({t.name, t.dims, t.to});
+    data_bytes += writer.tensor_bytes(i);
+    int64_t n = 1;
+    for (int64_t d : t.dims) n *= d;
+    report.parameters += n;
+  }
+
+  writer.write(out, [&](size_t i, std::span<std::byte> dst) {
+    auto& t = report.plan.tensors[i];
+    const GgufTensorInfo* src = source.find_tensor(t.name);
+    const int64_t cols = t.dims[0];
+    const int64_t rows = src->n_elements / cols;
+    std::vector<float> importance;
+    if (options.importance && t.dims.size() >= 2 && t.to != GgmlType::F32 && t.to != GgmlType::F16) {
+      importance = options.importance(t.name, cols);
+      if (!importance.empty() && static_cast<int64_t>(importance.size()) != cols)
+        throw Error("gguf export", "importance for '" + t.name + "' has " + std::to_string(importance.size()) +
+                                       " columns, the tensor " + std::to_string(cols));
+      t.weighted = !importance.empty();
+    }
+    const size_t src_row_bytes = src->nbytes / static_cast<size_t>(rows);
+    const size_t dst_row_bytes = dst.size() / static_cast<size_t>(rows);
+    parallel_rows(rows, options.threads, [&](int64_t r) {
+      std::vector<float> x(static_cast<size_t>(cols));
+      dequantize_row(src->type, src->data + static_cast<size_t>(r) * src_row_bytes, x.data(), cols);
+      write_row(t.to, x.data(), cols, importance.empty() ? nullptr : importance.data(),
+                dst.data() + static_cast<size_t>(r) * dst_row_bytes);
+    });
+    if (options.progress) options.progress(i + 1, plan.tensors.size());
+  });
+  report.file_bytes = std::filesystem::file_size(out);
+  report.bits_per_weight = report.parameters > 0 ? 8.0 * static_cast<double>(data_bytes) / report.parameters : 0;
+  return report;
+}
+
+}  // namespace fsq

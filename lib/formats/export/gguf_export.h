@@ -1,0 +1,69 @@
+// fsq export --format gguf: a llama.cpp GGUF (any type fsq dequantizes) requantized into
+// one of llama.cpp's block types with fsq's importance-weighted block search
+// (gguf/quantize_blocks.h). Metadata and tokenizer are copied from the source; which tensor
+// gets which type follows llama-quantize's rules for a pure (non-mix) type, so the file is
+// the size llama-quantize's is and the comparison is block choices alone.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/gguf/ggml_types.h"
+
+namespace fsq {
+
+class GgufFile;
+
+// The llama_ftype number llama.cpp records in general.file_type for a pure type.
+uint32_t llama_file_type_of(GgmlType t);
+
+struct GgufTensorPlan {
+  std::string name;
+  GgmlType from = GgmlType::F32;
+  GgmlType to = GgmlType::F32;
+  std::vector<int64_t> dims;  // ggml order
+  std::string note;           // why `to` differs from the asked type ("" when it does not)
+  bool weighted = false;      // importance weights were found for it (set by export_gguf)
+};
+
+struct GgufExportPlan {
+  GgmlType type = GgmlType::Q4_0;
+  std::vector<GgufTensorPlan> tensors;  // source order
+};
+
+// Decides each tensor's type: 1-D tensors stay F32; the output head (output.weight, or
+// token_embd.weight when the head is tied to it) gets Q6_K as llama-quantize gives it,
+// written as Q8_0 (llama.cpp's own fallback when rows are not whole 256-blocks; fsq has no
+// Q6_K quantizer yet, and the note says so where llama.cpp would differ); other matrices
+// get `type`, or F16 when their rows are not whole blocks. Throws fsq::Error (before
+// anything is written) when fsq cannot write `type`, cannot read a source tensor, or no
+// matrix can take `type`.
+GgufExportPlan plan_gguf_export(const GgufFile& source, GgmlType type);
+
+struct GgufExportOptions {
+  // Per-input-column importance (E[x^2] over calibration tokens) of the matrix with this
+  // GGUF name and row length; empty when there is none (that matrix is fitted unweighted).
+  std::function<std::vector<float>(const std::string& gguf_name, int64_t cols)> importance;
+  int threads = 1;
+  std::function<void(size_t done, size_t total)> progress;  // tensors written
+  nlohmann::json provenance;  // stored as the string key fsq.export (JSON)
+};
+
+struct GgufExportReport {
+  GgufExportPlan plan;
+  uint64_t file_bytes = 0;
+  int64_t parameters = 0;         // elements of every tensor
+  double bits_per_weight = 0;     // 8 * tensor data bytes / parameters
+  nlohmann::json to_json() const;
+};
+
+// Writes `out` atomically (temp file, fsync, rename).
+GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan, const std::filesystem::path& out,
+                             const GgufExportOptions& options);
+
+}  // namespace fsq
