@@ -29,12 +29,13 @@ struct ExportFlags {
   std::string json;
   std::string progress = "auto";
   bool force = false;
+  bool pure = false;
   RuntimeFlags rt;
 };
 
 int run_autoawq(const ExportFlags& f) {
-  if (!f.type.empty() || !f.calib.empty())
-    throw Error("fsq export", "--type and --calib belong to --format gguf; autoawq takes the checkpoint's own widths");
+  if (!f.type.empty() || !f.calib.empty() || f.pure)
+    throw Error("fsq export", "--type, --calib and --pure belong to --format gguf; autoawq takes the checkpoint's own widths");
   // Refuse a busy destination before reading (and hashing) the whole checkpoint.
   check_output_folder(f.out, "--out", {f.input});
   AtomicDir::check_destination(f.out);
@@ -62,12 +63,12 @@ std::function<std::vector<float>(const std::string&, int64_t)> importance_from(c
 }
 
 int run_gguf(const ExportFlags& f) {
-  if (f.type.empty()) throw Error("fsq export", "--format gguf needs --type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL)");
+  if (f.type.empty()) throw Error("fsq export", "--format gguf needs --type: " + gguf_recipe_names());
   if (!is_gguf_path(f.input))
     throw Error(f.input, "--format gguf reads a llama.cpp .gguf file (convert a Hugging Face folder with llama.cpp's "
                          "convert_hf_to_gguf.py first)");
-  const auto type = ggml_type_from_name(f.type);
-  if (!type) throw Error("fsq export", "--type " + f.type + " is not a ggml type name (e.g. Q4_0, IQ4_NL)");
+  const auto recipe = parse_gguf_recipe(f.type);
+  if (!recipe) throw Error("fsq export", "--type " + f.type + " is not one fsq writes; use one of " + gguf_recipe_names());
   check_output_file(f.out, "--out", {f.input, f.calib}, f.force);
   check_output_file(f.json, "--json", {f.input, f.calib, f.out}, f.force);
   const int threads = apply_threads(f.rt.threads);
@@ -78,7 +79,8 @@ int run_gguf(const ExportFlags& f) {
   if (arch == nullptr)
     throw Error(f.input, "architecture '" + source->get_string("general.architecture") +
                              "' is not supported; supported: " + join_names(supported_gguf_architectures()));
-  const GgufExportPlan plan = plan_gguf_export(*source, *type);  // refuses before anything is written
+  // Refuses before anything is written.
+  const GgufExportPlan plan = plan_gguf_export(*source, *recipe, !f.calib.empty(), f.pure);
 
   std::optional<CalibrationFile> calib;
   const std::string source_sha = sha256_file(f.input);
@@ -124,7 +126,8 @@ Command add_export_command(CLI::App& root) {
       "  autoawq: a packed checkpoint (fsq quantize) -> the AutoAWQ GEMM folder that vLLM and transformers load "
       "(4-bit, asymmetric, one group size of 32, 64 or 128; other quant types are refused with the reason).\n"
       "  gguf: a llama.cpp .gguf -> a .gguf of --type for llama.cpp, metadata and tokenizer copied; tensor types "
-      "follow llama-quantize's rules for that type, and each block's scale is searched for the least "
+      "follow llama-quantize's rules for that type (with and without an importance matrix), and each block's "
+      "scale (and min) is searched for the least "
       "squared error, weighted per input channel by E[x^2] from --calib (fsq calibrate on the same .gguf).");
   app->add_option("--format", f->format, "output format")->required()->check(CLI::IsMember({"autoawq", "gguf"}));
   app->add_option("input", f->input, "autoawq: packed checkpoint folder; gguf: source .gguf file")
@@ -132,7 +135,10 @@ Command add_export_command(CLI::App& root) {
       ->check(CLI::ExistingPath);
   app->add_option("out,--out", f->out, "autoawq: output folder (must not exist, or be empty); gguf: output .gguf")
       ->required();
-  app->add_option("--type", f->type, "gguf: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 or IQ4_NL");
+  app->add_option("--type", f->type,
+                  "gguf: llama-quantize's type name: " + gguf_recipe_names() +
+                      "; the K mixes give some tensors more bits exactly as llama-quantize does");
+  app->add_flag("--pure", f->pure, "gguf: every matrix gets the type's base block type (llama-quantize --pure)");
   app->add_option("--calib", f->calib, "gguf: calibration file of the same .gguf (fsq calibrate) for importance weights")
       ->check(CLI::ExistingFile);
   app->add_option("--json", f->json, "gguf: also write the per-tensor types and sizes as JSON");

@@ -24,6 +24,34 @@ bool is_output_head(const GgufFile& source, const std::string& name) {
   return name == kOutput || (name == kTokenEmbd && source.find_tensor(kOutput) == nullptr);
 }
 
+// The layer index of "blk.N.<name>"; -1 for other names.
+int64_t block_index(const std::string& name) {
+  if (!name.starts_with("blk.")) return -1;
+  size_t dot = name.find('.', 4);
+  if (dot == std::string::npos) return -1;
+  try {
+    return std::stoll(name.substr(4, dot - 4));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// "<arch>.<suffix>" as an integer, or `fallback` when absent.
+int64_t arch_int(const GgufFile& source, const std::string& suffix, int64_t fallback) {
+  const GgufValue* arch = source.find("general.architecture");
+  if (arch == nullptr || arch->type() != GgufType::STRING) return fallback;
+  const std::string key = std::get<std::string>(arch->v) + "." + suffix;
+  return source.find(key) != nullptr ? source.get_i64(key) : fallback;
+}
+
+int64_t block_count(const GgufFile& source) { return arch_int(source, "block_count", 0); }
+
+int64_t query_heads_per_kv_head(const GgufFile& source) {
+  const int64_t heads = arch_int(source, "attention.head_count", 1);
+  const int64_t kv = arch_int(source, "attention.head_count_kv", heads);
+  return kv > 0 ? heads / kv : 1;
+}
+
 // Runs body(row) for rows [0, n) on `threads` threads, contiguous chunks (the result does
 // not depend on the thread count: rows are independent). The first exception is rethrown.
 void parallel_rows(int64_t n, int threads, const std::function<void(int64_t)>& body) {
@@ -68,53 +96,31 @@ void write_row(GgmlType to, const float* x, int64_t n, const float* importance, 
 
 }  // namespace
 
-uint32_t llama_file_type_of(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::IQ4_NL: return 25;
-    default: throw Error("gguf export", "no llama.cpp file type for " + std::string(ggml_type_name(t)));
-  }
-}
-
-GgufExportPlan plan_gguf_export(const GgufFile& source, GgmlType type) {
-  const std::string where = "fsq export --type " + std::string(ggml_type_name(type));
-  if (!can_quantize_gguf(type))
-    throw Error(where, "fsq cannot write this type yet; types it writes: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL");
+GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure) {
+  const GgufRecipeInfo& info = gguf_recipe_info(recipe);
+  const std::string where = "fsq export --type " + std::string(info.name);
   GgufExportPlan plan;
-  plan.type = type;
-  const int64_t block = ggml_type_info(type).block_size;
-  bool any_matrix_takes_type = false;
+  plan.recipe = recipe;
+  const int64_t n_layers = block_count(source);
+  const int64_t n_gqa = query_heads_per_kv_head(source);
+  bool any_matrix_takes_base = false;
   for (const auto& t : source.tensors()) {
     if (!can_dequantize(t.type))
       throw Error(source.name(), "tensor '" + t.name + "' is " + std::string(ggml_type_name(t.type)) +
                                      ", which fsq cannot dequantize");
     GgufTensorPlan p{t.name, t.type, GgmlType::F32, t.dims, "", false};
     if (t.dims.size() >= 2) {
-      const int64_t cols = t.dims[0];
-      if (is_output_head(source, t.name)) {
-        p.to = GgmlType::Q8_0;
-        p.note = cols % kQK_K == 0 ? "output head: llama-quantize writes Q6_K here; fsq has no Q6_K quantizer yet"
-                                   : "output head: Q6_K, rows not whole 256-blocks, so Q8_0 as llama.cpp falls back";
-        if (type == GgmlType::Q8_0) p.note.clear();
-      } else if (cols % block == 0) {
-        p.to = type;
-        any_matrix_takes_type = true;
-      } else {
-        p.to = GgmlType::F16;
-        p.note = "rows of " + std::to_string(cols) + " are not whole " + std::to_string(block) + "-blocks: F16";
-      }
+      GgufTensorRole role{t.name, t.dims[0], block_index(t.name), n_layers, n_gqa, is_output_head(source, t.name),
+                          has_importance, pure};
+      p.to = gguf_recipe_type(recipe, role, &p.note);
+      any_matrix_takes_base = any_matrix_takes_base || p.to == info.base;
     }
     plan.tensors.push_back(std::move(p));
   }
-  if (!any_matrix_takes_type)
-    throw Error(where, "no weight matrix of " + source.name() + " has rows that are whole " + std::to_string(block) +
-                           "-element blocks");
+  if (!any_matrix_takes_base)
+    throw Error(where, "no weight matrix of " + source.name() + " has rows that are whole " +
+                           std::string(ggml_type_name(info.base)) + " blocks (" +
+                           std::to_string(ggml_type_info(info.base).block_size) + " elements)");
   return plan;
 }
 
@@ -126,7 +132,7 @@ nlohmann::json GgufExportReport::to_json() const {
     if (!t.note.empty()) j["note"] = t.note;
     tensors.push_back(std::move(j));
   }
-  return {{"type", ggml_type_name(plan.type)},
+  return {{"type", gguf_recipe_info(plan.recipe).name},
           {"file_bytes", file_bytes},
           {"parameters", parameters},
           {"bits_per_weight", bits_per_weight},
@@ -139,7 +145,7 @@ GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan,
   report.plan = plan;
   GgufWriter writer;
   for (const auto& [key, value] : source.metadata()) writer.set(key, value);
-  writer.set("general.file_type", GgufValue{llama_file_type_of(plan.type)});
+  writer.set("general.file_type", GgufValue{gguf_recipe_info(plan.recipe).file_type});
   writer.set("general.quantization_version", GgufValue{uint32_t{2}});
   if (!options.provenance.is_null()) writer.set("fsq.export", GgufValue{options.provenance.dump()});
 

@@ -1,8 +1,8 @@
 // fsq export --format gguf: a llama.cpp GGUF (any type fsq dequantizes) requantized into
-// one of llama.cpp's block types with fsq's importance-weighted block search
-// (gguf/quantize_blocks.h). Metadata and tokenizer are copied from the source; which tensor
-// gets which type follows llama-quantize's rules for a pure (non-mix) type, so the file is
-// the size llama-quantize's is and the comparison is block choices alone.
+// llama.cpp's block types with fsq's importance-weighted block search (gguf/quantize_blocks.h).
+// Metadata and tokenizer are copied from the source; which tensor gets which type follows
+// llama-quantize's rules (gguf_recipe.h), so the file is the size llama-quantize's is and a
+// comparison measures the block choices alone.
 #pragma once
 
 #include <cstdint>
@@ -13,37 +13,32 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/export/gguf_recipe.h"
 #include "formats/gguf/ggml_types.h"
 
 namespace fsq {
 
 class GgufFile;
 
-// The llama_ftype number llama.cpp records in general.file_type for a pure type.
-uint32_t llama_file_type_of(GgmlType t);
-
 struct GgufTensorPlan {
   std::string name;
   GgmlType from = GgmlType::F32;
   GgmlType to = GgmlType::F32;
   std::vector<int64_t> dims;  // ggml order
-  std::string note;           // why `to` differs from the asked type ("" when it does not)
+  std::string note;           // why `to` differs from the recipe's base type ("" when it does not)
   bool weighted = false;      // importance weights were found for it (set by export_gguf)
 };
 
 struct GgufExportPlan {
-  GgmlType type = GgmlType::Q4_0;
+  GgufRecipe recipe = GgufRecipe::Q4_0;
   std::vector<GgufTensorPlan> tensors;  // source order
 };
 
-// Decides each tensor's type: 1-D tensors stay F32; the output head (output.weight, or
-// token_embd.weight when the head is tied to it) gets Q6_K as llama-quantize gives it,
-// written as Q8_0 (llama.cpp's own fallback when rows are not whole 256-blocks; fsq has no
-// Q6_K quantizer yet, and the note says so where llama.cpp would differ); other matrices
-// get `type`, or F16 when their rows are not whole blocks. Throws fsq::Error (before
-// anything is written) when fsq cannot write `type`, cannot read a source tensor, or no
-// matrix can take `type`.
-GgufExportPlan plan_gguf_export(const GgufFile& source, GgmlType type);
+// Decides each tensor's type: 1-D tensors stay F32, matrices follow the recipe
+// (gguf_recipe.h) with `has_importance` and `pure` as llama-quantize's imatrix and --pure.
+// Throws fsq::Error (before anything is written) when a source tensor cannot be read or no
+// matrix gets the recipe's base type (its blocks divide no row).
+GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure = false);
 
 struct GgufExportOptions {
   // Per-input-column importance (E[x^2] over calibration tokens) of the matrix with this

@@ -15,12 +15,13 @@
 
 namespace fsq {
 
-// Types quantize_row_gguf writes: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL.
+// Types quantize_row_gguf writes: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, and the K-quants
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (quantize_kquants.h).
 bool can_quantize_gguf(GgmlType t);
 
 // Quantizes one row x (length a multiple of the type's block size) into `dst`
 // (ggml_nbytes(t, x.size()) bytes). `importance` holds one non-negative weight per element
-// (empty: all 1); a block whose weights are all zero is searched unweighted. When
+// (empty: all 1); a 16-element run whose weights are all zero is fitted unweighted. When
 // `reconstruction` is non-empty (x.size() floats) it receives the values the blocks decode to.
 // Throws fsq::Error for another type, a length that is not whole blocks, or spans of the
 // wrong size.

@@ -97,7 +97,7 @@ TEST(GgufWriter, RefusesTensorsThatAreNotWholeBlocks) {
 TEST(GgufExport, FollowsLlamaQuantizeTypeRules) {
   Source s;
   auto src = GgufFile::open(s.file.path());
-  GgufExportPlan plan = plan_gguf_export(*src, GgmlType::Q4_0);
+  GgufExportPlan plan = plan_gguf_export(*src, GgufRecipe::Q4_0, false);
   ASSERT_EQ(plan.tensors.size(), 4u);
   EXPECT_EQ(plan.tensors[0].to, GgmlType::Q8_0);  // tied head: Q6_K -> Q8_0 (64 is not a 256-block)
   EXPECT_EQ(plan.tensors[1].to, GgmlType::F32);   // norm
@@ -106,10 +106,56 @@ TEST(GgufExport, FollowsLlamaQuantizeTypeRules) {
   EXPECT_FALSE(plan.tensors[3].note.empty());
 }
 
+TEST(GgufExport, Iq4NlGivesTheFirstEighthOfFfnDownMoreBitsWithoutImportance) {
+  GgufBuilder b;
+  b.kv("general.architecture", kStr, gstr("llama"));
+  b.kv("llama.block_count", kU32, le<uint32_t>(8));
+  b.tensor("blk.0.ffn_down.weight", {256, 2}, kGgmlF32, floats(random_floats(512, 6)));
+  b.tensor("blk.1.ffn_down.weight", {256, 2}, kGgmlF32, floats(random_floats(512, 7)));
+  b.tensor("blk.0.attn_v.weight", {64, 2}, kGgmlF32, floats(random_floats(128, 8)));
+  TempFile file("eighth.gguf");
+  file.write(b.bytes());
+  auto src = GgufFile::open(file.path());
+  GgufExportPlan plain = plan_gguf_export(*src, GgufRecipe::IQ4_NL, false);
+  EXPECT_EQ(plain.tensors[0].to, GgmlType::Q5_K);
+  EXPECT_EQ(plain.tensors[1].to, GgmlType::IQ4_NL);
+  EXPECT_EQ(plan_gguf_export(*src, GgufRecipe::IQ4_NL, true).tensors[0].to, GgmlType::IQ4_NL);
+  // Q4_0 with an importance matrix guards the first eighth of ffn_down with Q4_1.
+  EXPECT_EQ(plan_gguf_export(*src, GgufRecipe::Q4_0, true).tensors[0].to, GgmlType::Q4_1);
+  EXPECT_EQ(plan_gguf_export(*src, GgufRecipe::Q4_0, false).tensors[0].to, GgmlType::Q4_0);
+  // --pure: no mix rules.
+  EXPECT_EQ(plan_gguf_export(*src, GgufRecipe::IQ4_NL, false, true).tensors[0].to, GgmlType::IQ4_NL);
+  // Q4_K_M: attn_v of a "more bits" layer is Q6_K, which 64-wide rows cannot hold: Q8_0.
+  EXPECT_EQ(plan_gguf_export(*src, GgufRecipe::Q4_K_M, false).tensors[2].to, GgmlType::Q8_0);
+}
+
+TEST(GgufRecipe, MatchesLlamaQuantizeMixes) {
+  auto type = [](GgufRecipe r, const std::string& name, int64_t layer, int64_t cols = 1536) {
+    return gguf_recipe_type(r, GgufTensorRole{name, cols, layer, 30, 3, false, false, false});
+  };
+  // Q4_K_M over 30 layers: more bits (Q6_K) in layers < 3, >= 26 and every third from 5.
+  for (int64_t i = 0; i < 30; ++i) {
+    const bool more = i < 3 || i >= 26 || (i - 3) % 3 == 2;
+    EXPECT_EQ(type(GgufRecipe::Q4_K_M, "blk." + std::to_string(i) + ".ffn_down.weight", i),
+              more ? GgmlType::Q6_K : GgmlType::Q4_K)
+        << i;
+  }
+  EXPECT_EQ(type(GgufRecipe::Q4_K_M, "blk.4.ffn_up.weight", 4), GgmlType::Q4_K);
+  EXPECT_EQ(type(GgufRecipe::Q4_K_M, "blk.4.ffn_up.weight", 4, 576), GgmlType::Q5_0);  // not whole 256-blocks
+  EXPECT_EQ(type(GgufRecipe::Q3_K_M, "blk.1.attn_v.weight", 1), GgmlType::Q5_K);
+  EXPECT_EQ(type(GgufRecipe::Q3_K_M, "blk.2.attn_v.weight", 2), GgmlType::Q4_K);
+  EXPECT_EQ(type(GgufRecipe::Q3_K_M, "blk.2.attn_output.weight", 2), GgmlType::Q4_K);
+  EXPECT_EQ(type(GgufRecipe::Q3_K_M, "blk.2.ffn_up.weight", 2, 576), GgmlType::Q4_0);
+  EXPECT_EQ(type(GgufRecipe::Q2_K, "blk.2.ffn_down.weight", 2), GgmlType::Q3_K);
+  EXPECT_EQ(*parse_gguf_recipe("q4_k"), GgufRecipe::Q4_K_M);
+  EXPECT_FALSE(parse_gguf_recipe("Q4_K_L").has_value());
+}
+
 TEST(GgufExport, BlocksDecodeToTheQuantizerOutputOfTheSourceRows) {
   Source s;
   auto src = GgufFile::open(s.file.path());
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::IQ4_NL, GgmlType::Q5_1}) {
+  for (GgufRecipe recipe : {GgufRecipe::Q4_0, GgufRecipe::IQ4_NL, GgufRecipe::Q5_1}) {
+    const GgmlType type = gguf_recipe_info(recipe).base;
     std::vector<float> importance = random_floats(64, 9);
     for (auto& v : importance) v = v * v;
     GgufExportOptions options;
@@ -118,12 +164,12 @@ TEST(GgufExport, BlocksDecodeToTheQuantizerOutputOfTheSourceRows) {
       return name == "blk.0.attn_q.weight" && cols == 64 ? importance : std::vector<float>{};
     };
     TempFile out("exported.gguf");
-    GgufExportReport report = export_gguf(*src, plan_gguf_export(*src, type), out.path(), options);
+    GgufExportReport report = export_gguf(*src, plan_gguf_export(*src, recipe, true), out.path(), options);
     EXPECT_TRUE(report.plan.tensors[2].weighted);
     EXPECT_FALSE(report.plan.tensors[0].weighted);
 
     auto back = GgufFile::open(out.path());
-    EXPECT_EQ(back->get_u64("general.file_type"), llama_file_type_of(type));
+    EXPECT_EQ(back->get_u64("general.file_type"), gguf_recipe_info(recipe).file_type);
     EXPECT_EQ(back->get_strings("tokenizer.ggml.tokens"), src->get_strings("tokenizer.ggml.tokens"));
     EXPECT_EQ(report.file_bytes, std::filesystem::file_size(out.path()));
 
@@ -147,9 +193,11 @@ TEST(GgufExport, BlocksDecodeToTheQuantizerOutputOfTheSourceRows) {
 }
 
 TEST(GgufExport, RefusesBeforeWriting) {
-  Source s;
-  auto src = GgufFile::open(s.file.path());
-  EXPECT_THROW(plan_gguf_export(*src, GgmlType::Q4_K), Error);  // no quantizer yet
+  {
+    Source s;  // every matrix is 64 wide: no Q4_K block (256) fits a row
+    auto src = GgufFile::open(s.file.path());
+    EXPECT_THROW(plan_gguf_export(*src, GgufRecipe::Q4_K_M, false), Error);
+  }
   // A source with no matrix whose rows are whole blocks.
   GgufBuilder b;
   b.kv("general.architecture", kStr, gstr("llama"));
@@ -158,7 +206,7 @@ TEST(GgufExport, RefusesBeforeWriting) {
   odd.write(b.bytes());
   auto odd_src = GgufFile::open(odd.path());
   try {
-    plan_gguf_export(*odd_src, GgmlType::Q4_0);
+    plan_gguf_export(*odd_src, GgufRecipe::Q4_0, false);
     FAIL() << "expected a refusal";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no weight matrix"), std::string::npos) << e.what();

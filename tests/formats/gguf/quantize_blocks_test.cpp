@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -19,8 +20,11 @@ namespace {
 
 constexpr double kNearestSlack = 1e-6;
 
-const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
-                           GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL};
+const GgmlType kLegacyTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                 GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::IQ4_NL};
+const GgmlType kTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                           GgmlType::Q5_1, GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,
+                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // Rows that exercise the corners: gaussian with a few large outliers, tiny magnitudes
 // (fp16 subnormal scales), an all-zero block, a constant block, one-sided blocks.
@@ -149,7 +153,7 @@ TEST(QuantizeBlocks, NeverWorseThanPlainRoundingPerBlock) {
   auto x = test_row(n, 21);
   for (bool weighted : {false, true}) {
     auto w = weighted ? test_importance(n, 22) : std::vector<float>{};
-    for (GgmlType t : kTypes) {
+    for (GgmlType t : kLegacyTypes) {
       Quantized q = quantize(t, x, w);
       double ours_total = 0, plain_total = 0;
       for (int64_t b = 0; b < n / 32; ++b) {
@@ -181,6 +185,31 @@ TEST(QuantizeBlocks, ImportanceLowersTheWeightedError) {
   }
 }
 
+double rms_error(GgmlType t, const std::vector<float>& x) {
+  Quantized q = quantize(t, x, {});
+  return std::sqrt(weighted_error(x.data(), q.reconstruction.data(), nullptr, static_cast<int>(x.size())) /
+                   static_cast<double>(x.size()));
+}
+
+TEST(QuantizeBlocks, KQuantErrorShrinksWithEveryBitAndBeatsLegacyAtEqualSize) {
+  std::mt19937 rng(51);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(256 * 64);
+  for (auto& v : x) v = normal(rng);
+  const GgmlType ladder[] = {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                             GgmlType::Q8_0};
+  double previous = 1e30;
+  for (GgmlType t : ladder) {
+    double e = rms_error(t, x);
+    std::printf("%-6s rms error %.5f\n", std::string(ggml_type_name(t)).c_str(), e);
+    EXPECT_LT(e, previous) << ggml_type_name(t);
+    previous = e;
+  }
+  // Same bits per weight: Q4_K (4.5) against Q4_0 (4.5), Q5_K (5.5) against Q5_0 (5.5).
+  EXPECT_LT(rms_error(GgmlType::Q4_K, x), rms_error(GgmlType::Q4_0, x));
+  EXPECT_LT(rms_error(GgmlType::Q5_K, x), rms_error(GgmlType::Q5_0, x));
+}
+
 TEST(QuantizeBlocks, SameInputSameBytes) {
   auto x = test_row(32 * 16, 41);
   auto w = test_importance(32 * 16, 42);
@@ -190,8 +219,10 @@ TEST(QuantizeBlocks, SameInputSameBytes) {
 TEST(QuantizeBlocks, RefusesBadRequests) {
   std::vector<float> x(64, 1.0f);
   std::vector<std::byte> out(*ggml_nbytes(GgmlType::Q4_0, 64));
-  EXPECT_FALSE(can_quantize_gguf(GgmlType::Q4_K));
-  EXPECT_THROW(quantize_row_gguf(GgmlType::Q4_K, x, {}, out), Error);
+  EXPECT_FALSE(can_quantize_gguf(GgmlType::IQ2_XXS));
+  EXPECT_THROW(quantize_row_gguf(GgmlType::IQ2_XXS, x, {}, out), Error);
+  std::vector<std::byte> k_out(*ggml_nbytes(GgmlType::Q4_K, 256));
+  EXPECT_THROW(quantize_row_gguf(GgmlType::Q4_K, x, {}, k_out), Error);  // 64 is not a 256-block
   std::vector<float> odd(48, 1.0f);
   EXPECT_THROW(quantize_row_gguf(GgmlType::Q4_0, odd, {}, out), Error);
   std::vector<std::byte> small(out.size() - 1);
