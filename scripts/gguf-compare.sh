@@ -4,8 +4,10 @@
 # fetched Q4_1 file) is quantized per type four ways:
 #   llama-quantize                    plain
 #   llama-quantize --imatrix          llama-imatrix on the calibration text
-#   fsq export                        fsq's weighted block search, unweighted (no --calib)
+#   fsq export                        fsq's block search, no calibration (magnitude weights)
 #   fsq export --calib                weighted by E[x^2] from fsq calibrate on the same text
+# (Q4_K and Q3_K are llama-quantize's Q4_K_M and Q3_K_M mixes; fsq follows the same per-tensor
+# types, with and without an importance matrix, so each pair of files has the same size)
 # and each file is scored by llama-perplexity against the F32 logits (--kl-divergence-base):
 # perplexity, mean KL divergence, top-1 agreement ("same top p"), bits/weight, file size.
 # Then `fsq eval --protocol llama.cpp` on fsq's first file checks that fsq reads its own
@@ -16,12 +18,12 @@
 # Protocol: llama-perplexity -c FSQ_CTX (2048) --chunks FSQ_CHUNKS (16): each chunk scores its
 # second half.
 #
-#   scripts/gguf-compare.sh                       (FSQ_GGUF_TYPES="Q4_0 IQ4_NL")
+#   scripts/gguf-compare.sh                       (FSQ_GGUF_TYPES="Q4_0 IQ4_NL Q4_K Q3_K")
 #   FSQ_GGUF_TYPES="Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL Q8_0" FSQ_CHUNKS=8 scripts/gguf-compare.sh
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-types="${FSQ_GGUF_TYPES:-Q4_0 IQ4_NL}"
+types="${FSQ_GGUF_TYPES:-Q4_0 IQ4_NL Q4_K Q3_K}"
 chunks="${FSQ_CHUNKS:-16}"
 ctx="${FSQ_CTX:-2048}"
 calib_chunks="${FSQ_CALIB_CHUNKS:-64}"
@@ -82,7 +84,7 @@ score() {  # gguf -> "ppl kld top1"
   local log="$work/score-$(basename "$1" .gguf).log"
   run "$log" "$llama/llama-perplexity" -m "$1" -f "$work/eval.txt" -c "$ctx" --chunks "$chunks" -t "$threads" \
     --kl-divergence-base "$base" --kl-divergence
-  awk '/^Mean PPL\(Q\)/ {p=$4} /^Mean +KLD:/ {k=$3} /^Same top p:/ {t=$4} END {print p, k, t}' "$log"
+  awk '$1 == "Mean" && $2 == "PPL(Q)" {p = $4} /^Mean +KLD:/ {k = $3} /^Same top p:/ {t = $4} END {print p, k, t}' "$log"
 }
 
 rows="$work/rows.txt"

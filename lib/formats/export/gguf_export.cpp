@@ -1,6 +1,7 @@
 #include "formats/export/gguf_export.h"
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -77,6 +78,23 @@ void parallel_rows(int64_t n, int threads, const std::function<void(int64_t)>& b
   if (failure) std::rethrow_exception(failure);
 }
 
+// Per-element weights of the block search. With calibration, E[x_j^2] of the input column:
+// the expected squared output error of the row (diagonal approximation). Without, a proxy
+// that favours large weights, sqrt(sigma^2 + w_i^2) with sigma^2 the row's mean square (the
+// weighting llama.cpp uses inside its imatrix-free searches): on SmolLM2 Q4_0 it lowered KL
+// against the F32 model from 0.328 (plain squared error) to 0.307, where llama-quantize's
+// plain rounding gives 0.318 (4 chunks of 2048, scripts/gguf-compare.sh protocol).
+std::vector<float> element_weights(const std::vector<float>& x, const std::vector<float>& column, GgmlType to) {
+  if (to == GgmlType::F32 || to == GgmlType::F16) return {};
+  if (!column.empty()) return column;
+  double s2 = 0;
+  for (float v : x) s2 += static_cast<double>(v) * v;
+  const auto sigma2 = static_cast<float>(s2 / static_cast<double>(x.size()));
+  std::vector<float> w(x.size());
+  for (size_t i = 0; i < x.size(); ++i) w[i] = std::sqrt(sigma2 + x[i] * x[i]);
+  return w;
+}
+
 void write_row(GgmlType to, const float* x, int64_t n, const float* importance, std::byte* dst) {
   switch (to) {
     case GgmlType::F32: std::memcpy(dst, x, static_cast<size_t>(n) * 4); return;
@@ -103,7 +121,7 @@ GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool 
   plan.recipe = recipe;
   const int64_t n_layers = block_count(source);
   const int64_t n_gqa = query_heads_per_kv_head(source);
-  bool any_matrix_takes_base = false;
+  bool base_fits_some_row = false;
   for (const auto& t : source.tensors()) {
     if (!can_dequantize(t.type))
       throw Error(source.name(), "tensor '" + t.name + "' is " + std::string(ggml_type_name(t.type)) +
@@ -113,11 +131,11 @@ GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool 
       GgufTensorRole role{t.name, t.dims[0], block_index(t.name), n_layers, n_gqa, is_output_head(source, t.name),
                           has_importance, pure};
       p.to = gguf_recipe_type(recipe, role, &p.note);
-      any_matrix_takes_base = any_matrix_takes_base || p.to == info.base;
+      base_fits_some_row = base_fits_some_row || t.dims[0] % ggml_type_info(info.base).block_size == 0;
     }
     plan.tensors.push_back(std::move(p));
   }
-  if (!any_matrix_takes_base)
+  if (!base_fits_some_row)
     throw Error(where, "no weight matrix of " + source.name() + " has rows that are whole " +
                            std::string(ggml_type_name(info.base)) + " blocks (" +
                            std::to_string(ggml_type_info(info.base).block_size) + " elements)");
@@ -177,8 +195,8 @@ GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan,
     parallel_rows(rows, options.threads, [&](int64_t r) {
       std::vector<float> x(static_cast<size_t>(cols));
       dequantize_row(src->type, src->data + static_cast<size_t>(r) * src_row_bytes, x.data(), cols);
-      write_row(t.to, x.data(), cols, importance.empty() ? nullptr : importance.data(),
-                dst.data() + static_cast<size_t>(r) * dst_row_bytes);
+      std::vector<float> w = element_weights(x, importance, t.to);
+      write_row(t.to, x.data(), cols, w.empty() ? nullptr : w.data(), dst.data() + static_cast<size_t>(r) * dst_row_bytes);
     });
     if (options.progress) options.progress(i + 1, plan.tensors.size());
   });

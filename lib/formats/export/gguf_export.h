@@ -36,13 +36,14 @@ struct GgufExportPlan {
 
 // Decides each tensor's type: 1-D tensors stay F32, matrices follow the recipe
 // (gguf_recipe.h) with `has_importance` and `pure` as llama-quantize's imatrix and --pure.
-// Throws fsq::Error (before anything is written) when a source tensor cannot be read or no
-// matrix gets the recipe's base type (its blocks divide no row).
+// Throws fsq::Error (before anything is written) when a source tensor cannot be read or the
+// recipe's base type divides no matrix's rows into whole blocks.
 GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure = false);
 
 struct GgufExportOptions {
   // Per-input-column importance (E[x^2] over calibration tokens) of the matrix with this
-  // GGUF name and row length; empty when there is none (that matrix is fitted unweighted).
+  // GGUF name and row length; empty when there is none (then the search weights each element
+  // by sqrt(sigma^2 + w^2), a proxy favouring large weights).
   std::function<std::vector<float>(const std::string& gguf_name, int64_t cols)> importance;
   int threads = 1;
   std::function<void(size_t done, size_t total)> progress;  // tensors written
