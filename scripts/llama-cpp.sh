@@ -5,6 +5,7 @@
 # quality numbers, never part of fsq (nothing of llama.cpp is committed here).
 #
 #   scripts/llama-cpp.sh            builds once (~5-10 min on 2 cores), then prints at once
+#   scripts/llama-cpp.sh --if-cached prints the folder when already built, else exits 1
 #   "$(scripts/llama-cpp.sh | tail -n 1)/llama-bench" -m model.gguf
 #
 # The last line printed is the folder holding the binaries. The cache key is the pinned
@@ -30,6 +31,7 @@ if complete; then
   echo "$bin"
   exit 0
 fi
+[[ ${1:-} != --if-cached ]] || exit 1
 
 for tool in cmake g++ python3; do
   command -v "$tool" >/dev/null || { echo "llama-cpp: $tool is missing; run scripts/setup.sh first" >&2; exit 1; }

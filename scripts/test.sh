@@ -39,6 +39,20 @@ if [ "${FSQ_SKIP_FETCH:-0}" != "1" ]; then
     missing "SmolLM2-135M could not be fetched (scripts/fetch-model.sh smollm2-135m failed)"
 fi
 
+# llama.cpp's tools judge fsq's GGUF exports (tests/tools/fsq/cmd_export_gguf_test.cpp and
+# scripts/rpc-loopback.sh): built under CI (or with FSQ_LLAMA_CPP=1, ~6 min on 2 cores, then
+# cached); elsewhere a cached build is used when there is one, else those tests skip.
+if $in_ci || [ "${FSQ_LLAMA_CPP:-0}" = "1" ]; then
+  FSQ_LLAMA_CPP_BIN="$("$root/scripts/llama-cpp.sh" | tail -n 1)" ||
+    missing "llama.cpp's tools could not be built (scripts/llama-cpp.sh failed)"
+elif FSQ_LLAMA_CPP_BIN="$("$root/scripts/llama-cpp.sh" --if-cached)"; then
+  :
+else
+  FSQ_LLAMA_CPP_BIN=""
+  echo "test: llama.cpp's tools are not built (FSQ_LLAMA_CPP=1 builds them); the tests that run them will skip"
+fi
+if [ -n "$FSQ_LLAMA_CPP_BIN" ]; then export FSQ_LLAMA_CPP_BIN; else unset FSQ_LLAMA_CPP_BIN; fi
+
 # Coverage-guided fuzzing of the file readers (needs clang, which setup.sh installs).
 if [ "$fuzz_seconds" -gt 0 ]; then
   if ! command -v clang++ >/dev/null 2>&1 && [ -z "${FSQ_FUZZ_CXX:-}" ]; then

@@ -11,10 +11,12 @@
 #include "common/sha256.h"
 #include "formats/export/autoawq.h"
 #include "formats/export/gguf_export.h"
+#include "formats/export/llama_rpc_launch.h"
 #include "formats/gguf/gguf_model.h"
 #include "formats/gguf/gguf_reader.h"
 #include "formats/packed_checkpoint.h"
 #include "options.h"
+#include "plan_file.h"
 #include "provenance.h"
 
 namespace fsq::cli {
@@ -26,6 +28,8 @@ struct ExportFlags {
   std::string out;
   std::string type;
   std::string calib;
+  std::string plan;
+  std::string emit_launch;
   std::string json;
   std::string progress = "auto";
   bool force = false;
@@ -34,8 +38,9 @@ struct ExportFlags {
 };
 
 int run_autoawq(const ExportFlags& f) {
-  if (!f.type.empty() || !f.calib.empty() || f.pure)
-    throw Error("fsq export", "--type, --calib and --pure belong to --format gguf; autoawq takes the checkpoint's own widths");
+  if (!f.type.empty() || !f.calib.empty() || f.pure || !f.plan.empty())
+    throw Error("fsq export",
+                "--type, --calib, --pure and --plan belong to --format gguf; autoawq takes the checkpoint's own widths");
   // Refuse a busy destination before reading (and hashing) the whole checkpoint.
   check_output_folder(f.out, "--out", {f.input});
   AtomicDir::check_destination(f.out);
@@ -63,14 +68,19 @@ std::function<std::vector<float>(const std::string&, int64_t)> importance_from(c
 }
 
 int run_gguf(const ExportFlags& f) {
-  if (f.type.empty()) throw Error("fsq export", "--format gguf needs --type: " + gguf_recipe_names());
+  if (f.type.empty() && f.plan.empty())
+    throw Error("fsq export", "--format gguf needs --type (" + gguf_recipe_names() + ") or --plan");
+  const std::string type_name = f.type.empty() ? "Q4_K_M" : f.type;  // with --plan: the head and embeddings
   if (!is_gguf_path(f.input))
     throw Error(f.input, "--format gguf reads a llama.cpp .gguf file (convert a Hugging Face folder with llama.cpp's "
                          "convert_hf_to_gguf.py first)");
-  const auto recipe = parse_gguf_recipe(f.type);
+  const auto recipe = parse_gguf_recipe(type_name);
   if (!recipe) throw Error("fsq export", "--type " + f.type + " is not one fsq writes; use one of " + gguf_recipe_names());
-  check_output_file(f.out, "--out", {f.input, f.calib}, f.force);
-  check_output_file(f.json, "--json", {f.input, f.calib, f.out}, f.force);
+  if (!f.plan.empty() && f.pure) throw Error("fsq export", "--pure and --plan both decide the types: give one");
+  check_output_file(f.out, "--out", {f.input, f.calib, f.plan}, f.force);
+  check_output_file(f.json, "--json", {f.input, f.calib, f.plan, f.out}, f.force);
+  check_output_file(f.emit_launch, "--emit-launch", {f.input, f.calib, f.plan, f.out, f.json}, f.force);
+  const PlanFile plan_file = f.plan.empty() ? PlanFile{} : read_plan_file(f.plan);
   const int threads = apply_threads(f.rt.threads);
   apply_progress(f.progress);
 
@@ -79,11 +89,24 @@ int run_gguf(const ExportFlags& f) {
   if (arch == nullptr)
     throw Error(f.input, "architecture '" + source->get_string("general.architecture") +
                              "' is not supported; supported: " + join_names(supported_gguf_architectures()));
+  const std::string source_sha = sha256_file(f.input);
+  if (!plan_file.model_sha256.empty() && plan_file.model_sha256 != source_sha)
+    throw Error(f.plan, "was made for another model (sha256 " + plan_file.model_sha256.substr(0, 12) + "..., " +
+                            f.input + " is " + source_sha.substr(0, 12) + "...); run fsq plan --calib on a "
+                            "calibration file of " + f.input);
+  if (!f.emit_launch.empty()) {
+    int64_t planned = 0;
+    for (const auto& st : plan_file.stages) planned += st.layers;
+    if (f.plan.empty() || plan_file.stages.empty())
+      throw Error("--emit-launch", "needs --plan with pipeline stages (a plan made with --cluster or --gpu)");
+    if (planned != static_cast<int64_t>(plan_file.bits_per_layer.size()))
+      throw Error(f.plan, "its stages hold " + std::to_string(planned) + " layers, its widths " +
+                              std::to_string(plan_file.bits_per_layer.size()));
+  }
   // Refuses before anything is written.
-  const GgufExportPlan plan = plan_gguf_export(*source, *recipe, !f.calib.empty(), f.pure);
+  const GgufExportPlan plan = plan_gguf_export(*source, *recipe, !f.calib.empty(), f.pure, plan_file.bits_per_layer);
 
   std::optional<CalibrationFile> calib;
-  const std::string source_sha = sha256_file(f.input);
   if (!f.calib.empty())
     calib = CalibrationFile::open_for_model(f.calib, source_sha, "run fsq calibrate --model " + f.input);
 
@@ -92,9 +115,10 @@ int run_gguf(const ExportFlags& f) {
   options.threads = threads;
   options.provenance = {{"producer", producer_json()},
                         {"source_sha256", source_sha},
-                        {"type", f.type},
+                        {"type", type_name},
+                        {"plan_bits_per_layer", plan_file.bits_per_layer},
                         {"calibration", calib ? calib->provenance().value("data_sha256", "") : ""}};
-  Progress progress("export " + f.type, static_cast<int64_t>(plan.tensors.size()));
+  Progress progress("export " + type_name, static_cast<int64_t>(plan.tensors.size()));
   options.progress = [&](size_t done, size_t) { progress.update(static_cast<int64_t>(done)); };
   const GgufExportReport report = export_gguf(*source, plan, f.out, options);
   progress.finish();
@@ -104,13 +128,25 @@ int run_gguf(const ExportFlags& f) {
     if (t.dims.size() < 2) continue;
     ++matrices;
     weighted += t.weighted ? 1 : 0;
-    if (!t.note.empty()) std::fprintf(stderr, "note: %s: %s\n", t.name.c_str(), t.note.c_str());
+    // A plan's widths are what was asked for; say only where a shape forced another type.
+    const bool plan_width_as_asked = t.note.starts_with("plan: ") && t.note.find("not whole") == std::string::npos;
+    if (!t.note.empty() && !plan_width_as_asked)
+      std::fprintf(stderr, "note: %s: %s\n", t.name.c_str(), t.note.c_str());
   }
   std::printf("exported %s -> %s (%s, %.3f bits/weight, %llu bytes; %d of %d matrices importance-weighted%s)\n",
-              f.input.c_str(), f.out.c_str(), f.type.c_str(), report.bits_per_weight,
+              f.input.c_str(), f.out.c_str(), f.plan.empty() ? type_name.c_str() : ("plan " + f.plan).c_str(),
+              report.bits_per_weight,
               static_cast<unsigned long long>(report.file_bytes), weighted, matrices,
               calib ? "" : ": no --calib, plain squared error");
   if (!f.json.empty()) write_json_report(f.json, report.to_json());
+  if (!f.emit_launch.empty()) {
+    write_file_atomic(f.emit_launch, llama_rpc_launch_script(std::filesystem::absolute(f.out).string(),
+                                                             plan_file.stages, f.plan));
+    std::filesystem::permissions(f.emit_launch, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
+                                 std::filesystem::perm_options::add);
+    std::printf("launch script %s: %zu RPC stages, --tensor-split %s\n", f.emit_launch.c_str(),
+                plan_file.stages.size(), llama_tensor_split(plan_file.stages).c_str());
+  }
   return 0;
 }
 
@@ -138,6 +174,13 @@ Command add_export_command(CLI::App& root) {
   app->add_option("--type", f->type,
                   "gguf: llama-quantize's type name: " + gguf_recipe_names() +
                       "; the K mixes give some tensors more bits exactly as llama-quantize does");
+  app->add_option("--plan", f->plan,
+                  "gguf: plan.json from fsq plan: layer i's matrices get its width (2 Q2_K, 3 Q3_K, 4 Q4_K, 5 Q5_K, "
+                  "6 Q6_K, 8 Q8_0, 16 F16); --type (default Q4_K_M) then decides only the embeddings and head")
+      ->check(CLI::ExistingFile);
+  app->add_option("--emit-launch", f->emit_launch,
+                  "gguf with --plan: also write a bash script that runs the GGUF as the plan's pipeline on llama.cpp's "
+                  "RPC backend (one ggml-rpc-server per stage, --tensor-split reproducing the layer partition)");
   app->add_flag("--pure", f->pure, "gguf: every matrix gets the type's base block type (llama-quantize --pure)");
   app->add_option("--calib", f->calib, "gguf: calibration file of the same .gguf (fsq calibrate) for importance weights")
       ->check(CLI::ExistingFile);
@@ -148,7 +191,8 @@ Command add_export_command(CLI::App& root) {
   app->footer(examples({"fsq export --format autoawq smollm2-w4g128 smollm2-awq",
                         "fsq calibrate --model smollm2-f32.gguf --data wiki.train.txt --out calib.safetensors",
                         "fsq export --format gguf --type Q4_0 --calib calib.safetensors smollm2-f32.gguf smollm2-q4_0.gguf",
-                        "llama-perplexity -m smollm2-q4_0.gguf -f wiki.test.raw -c 2048"}));
+                        "llama-perplexity -m smollm2-q4_0.gguf -f wiki.test.raw -c 2048",
+                        "fsq export --format gguf --plan plan.json --calib calib.safetensors smollm2-f32.gguf mixed.gguf"}));
   return Command{app, [f] { return run_export(*f); }};
 }
 

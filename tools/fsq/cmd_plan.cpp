@@ -10,6 +10,8 @@
 #include "options.h"
 #include "calib/calib_file.h"
 #include "formats/checkpoint.h"
+#include "formats/gguf/gguf_model.h"
+#include "formats/gguf/gguf_reader.h"
 #include "plan/bit_assignment.h"
 #include "plan/cluster.h"
 #include "plan/plan_report.h"
@@ -55,6 +57,23 @@ int list(const Flags& f) {
   return 0;
 }
 
+// A model folder or config.json, or a llama.cpp .gguf (its metadata as the config.json keys).
+plan::ModelSpec load_spec(const std::string& model) {
+  if (!is_gguf_path(model)) return plan::load_model_spec(model);
+  const ModelConfig c = model_config_from_gguf(*GgufFile::open(model));
+  const nlohmann::json j = {{"model_type", c.model_type},
+                            {"hidden_size", c.hidden_size},
+                            {"intermediate_size", c.intermediate_size},
+                            {"num_hidden_layers", c.num_layers},
+                            {"num_attention_heads", c.num_heads},
+                            {"num_key_value_heads", c.num_kv_heads},
+                            {"vocab_size", c.vocab_size},
+                            {"max_position_embeddings", c.max_position_embeddings},
+                            {"tie_word_embeddings", c.tie_word_embeddings},
+                            {"attention_bias", c.attention_bias}};
+  return plan::model_spec_from_config(j, model);
+}
+
 // The variance indicator from a calibration file of this model's weights.
 struct Indicator {
   std::vector<std::vector<double>> omega;  // [layer][width]
@@ -85,7 +104,7 @@ int run_bit_assignment(const Flags& f) {
   plan::BitAssignment a = plan::assign_bits(ind.omega, ind.params, f.bits, f.target_bits, f.time_limit);
   if (!a.found) throw Error("plan", "no assignment meets --target-bits (solver: " + a.status + ")");
   nlohmann::json j;
-  plan::ModelSpec spec = plan::load_model_spec(f.model);
+  plan::ModelSpec spec = load_spec(f.model);
   j["kind"] = "bit assignment";
   j["model"] = {{"name", spec.name}, {"layers", spec.layers}, {"path", f.model}};
   j["model_sha256"] = ind.sha256;
@@ -133,7 +152,7 @@ int run_plan(const Flags& f) {
   plan::GpuSpecTable gpus = plan::GpuSpecTable::builtin();
   if (!f.gpu_specs.empty()) gpus.merge(plan::GpuSpecTable::load(f.gpu_specs));
   plan::PlanRequest r;
-  r.model = f.preset.empty() ? plan::load_model_spec(f.model) : plan::model_preset(f.preset);
+  r.model = f.preset.empty() ? load_spec(f.model) : plan::model_preset(f.preset);
   r.cluster = f.cluster.empty() ? plan::single_device_cluster(gpus.find(f.gpu, "--gpu")) : plan::load_cluster(f.cluster, gpus);
   r.workload.prompt_len = f.prompt_len;
   r.workload.new_tokens = f.new_tokens;
@@ -185,7 +204,7 @@ Command add_plan_command(CLI::App& root) {
       "the plan and its speedup over Uniform (even split, highest width that fits) and PipeEdge (one width, "
       "heterogeneity-aware split) in the same cost model (roofline from the GPU table). With --calib and no devices, picks the width of each "
       "layer for an average-bits budget (--target-bits) from LLM-PQ's variance indicator, for fsq quantize --plan.");
-  app->add_option("--model", f->model, "model folder or config.json (llama, mistral, qwen2, opt, bloom)");
+  app->add_option("--model", f->model, "model folder, config.json or .gguf (llama, mistral, qwen2, opt, bloom)");
   app->add_option("--preset", f->preset, "a published model's shape instead of --model (see --list-presets)");
   app->add_option("--cluster", f->cluster, "cluster JSON: {\"devices\": [{\"type\", \"count\", \"node\"}], \"links\": {...}}")
       ->check(CLI::ExistingFile);

@@ -9,6 +9,7 @@
 #include "formats/quant/w8a8_quant.h"
 #include "interrupt.h"
 #include "options.h"
+#include "plan_file.h"
 #include "provenance.h"
 #include "quantize/pass.h"
 #include "quantize/quantize_model.h"
@@ -65,21 +66,6 @@ PassOptions pass_options(const QuantizeFlags& f) {
   return o;
 }
 
-// plan.json from fsq plan: bits_per_layer (and the model's sha256 when it has one).
-void read_plan(const std::string& path, QuantizeConfig& cfg) {
-  nlohmann::json j = read_json_file(path);
-  const nlohmann::json* bits = nullptr;
-  if (j.is_object() && j.contains("plan") && j["plan"].is_object() && j["plan"].contains("bits_per_layer"))
-    bits = &j["plan"]["bits_per_layer"];
-  if (!bits || !bits->is_array() || bits->empty())
-    throw Error(path, "is not a plan from fsq plan (no plan.bits_per_layer)");
-  for (const auto& b : *bits) {
-    if (!b.is_number_integer()) throw Error(path, "plan.bits_per_layer must hold integers");
-    cfg.layer_bits.push_back(b.get<int>());
-  }
-  if (j.contains("model_sha256") && j["model_sha256"].is_string()) cfg.layer_bits_model_sha256 = j["model_sha256"].get<std::string>();
-}
-
 int run_quantize_command(const QuantizeFlags& f) {
   if (!f.dry_run) check_output_folder(f.out, "--out", {f.model, f.calib_data, f.calib_file});
   check_output_file(f.json, "--json", {f.model, f.calib_data, f.calib_file, f.out, f.plan}, f.force);
@@ -88,7 +74,11 @@ int run_quantize_command(const QuantizeFlags& f) {
   cfg.out = f.out;
   cfg.method = f.method;
   cfg.quant = UniformQuant{f.bits, f.group_size, f.symmetric};
-  if (!f.plan.empty()) read_plan(f.plan, cfg);
+  if (!f.plan.empty()) {
+    PlanFile plan = read_plan_file(f.plan);
+    cfg.layer_bits = std::move(plan.bits_per_layer);
+    cfg.layer_bits_model_sha256 = std::move(plan.model_sha256);
+  }
   if (!f.calib_data.empty()) cfg.calib_data = f.calib_data;
   if (!f.calib_file.empty()) cfg.calib_file = f.calib_file;
   cfg.lut = f.lut;

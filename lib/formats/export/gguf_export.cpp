@@ -114,12 +114,21 @@ void write_row(GgmlType to, const float* x, int64_t n, const float* importance, 
 
 }  // namespace
 
-GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure) {
+GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure,
+                                const std::vector<int>& layer_bits) {
   const GgufRecipeInfo& info = gguf_recipe_info(recipe);
   const std::string where = "fsq export --type " + std::string(info.name);
   GgufExportPlan plan;
   plan.recipe = recipe;
+  plan.layer_bits = layer_bits;
   const int64_t n_layers = block_count(source);
+  if (!layer_bits.empty() && static_cast<int64_t>(layer_bits.size()) != n_layers)
+    throw Error(where, "the plan has " + std::to_string(layer_bits.size()) + " layers, " + source.name() + " has " +
+                           std::to_string(n_layers) + ": it was made for another model");
+  for (int b : layer_bits)
+    if (!gguf_type_for_bits(b))
+      throw Error(where, "the plan gives a layer " + std::to_string(b) +
+                             " bits; GGUF layers take 2, 3, 4, 5, 6, 8 or 16");
   const int64_t n_gqa = query_heads_per_kv_head(source);
   bool base_fits_some_row = false;
   for (const auto& t : source.tensors()) {
@@ -130,7 +139,14 @@ GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool 
     if (t.dims.size() >= 2) {
       GgufTensorRole role{t.name, t.dims[0], block_index(t.name), n_layers, n_gqa, is_output_head(source, t.name),
                           has_importance, pure};
-      p.to = gguf_recipe_type(recipe, role, &p.note);
+      if (!layer_bits.empty() && role.layer >= 0 && role.layer < n_layers) {
+        const GgmlType want = *gguf_type_for_bits(layer_bits[static_cast<size_t>(role.layer)]);
+        p.to = gguf_shape_fallback(want, role.cols);
+        p.note = "plan: " + std::to_string(layer_bits[static_cast<size_t>(role.layer)]) + " bits" +
+                 (p.to != want ? ", rows not whole " + std::string(ggml_type_name(want)) + " blocks" : "");
+      } else {
+        p.to = gguf_recipe_type(recipe, role, &p.note);
+      }
       base_fits_some_row = base_fits_some_row || t.dims[0] % ggml_type_info(info.base).block_size == 0;
     }
     plan.tensors.push_back(std::move(p));
@@ -150,11 +166,13 @@ nlohmann::json GgufExportReport::to_json() const {
     if (!t.note.empty()) j["note"] = t.note;
     tensors.push_back(std::move(j));
   }
-  return {{"type", gguf_recipe_info(plan.recipe).name},
+  nlohmann::json j = {{"type", gguf_recipe_info(plan.recipe).name},
           {"file_bytes", file_bytes},
           {"parameters", parameters},
           {"bits_per_weight", bits_per_weight},
           {"tensors", std::move(tensors)}};
+  if (!plan.layer_bits.empty()) j["plan_bits_per_layer"] = plan.layer_bits;
+  return j;
 }
 
 GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan, const std::filesystem::path& out,

@@ -31,6 +31,7 @@ struct GgufTensorPlan {
 
 struct GgufExportPlan {
   GgufRecipe recipe = GgufRecipe::Q4_0;
+  std::vector<int> layer_bits;          // from fsq plan; empty: the recipe decides every layer
   std::vector<GgufTensorPlan> tensors;  // source order
 };
 
@@ -38,7 +39,12 @@ struct GgufExportPlan {
 // (gguf_recipe.h) with `has_importance` and `pure` as llama-quantize's imatrix and --pure.
 // Throws fsq::Error (before anything is written) when a source tensor cannot be read or the
 // recipe's base type divides no matrix's rows into whole blocks.
-GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure = false);
+// With `layer_bits` (one width per decoder layer, fsq plan's bits_per_layer), every matrix of
+// layer i gets gguf_type_for_bits(layer_bits[i]) (with shape fallbacks), and the recipe decides
+// only the tensors outside the layers (embeddings, head); a plan of another layer count or a
+// width GGUF cannot hold is refused.
+GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure = false,
+                                const std::vector<int>& layer_bits = {});
 
 struct GgufExportOptions {
   // Per-input-column importance (E[x^2] over calibration tokens) of the matrix with this

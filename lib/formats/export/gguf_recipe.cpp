@@ -68,8 +68,9 @@ GgmlType mix_type(R r, T base, const GgufTensorRole& t) {
   return base;
 }
 
-// llama.cpp's fallback when the rows are not whole blocks of `want`.
-GgmlType shape_fallback(T want, int64_t cols) {
+}  // namespace
+
+GgmlType gguf_shape_fallback(T want, int64_t cols) {
   if (cols % ggml_type_info(want).block_size == 0) return want;
   T next = want;
   switch (want) {
@@ -83,7 +84,18 @@ GgmlType shape_fallback(T want, int64_t cols) {
   return cols % ggml_type_info(next).block_size == 0 ? next : T::F16;
 }
 
-}  // namespace
+std::optional<GgmlType> gguf_type_for_bits(int bits) {
+  switch (bits) {
+    case 2: return T::Q2_K;
+    case 3: return T::Q3_K;
+    case 4: return T::Q4_K;
+    case 5: return T::Q5_K;
+    case 6: return T::Q6_K;
+    case 8: return T::Q8_0;
+    case 16: return T::F16;
+    default: return std::nullopt;
+  }
+}
 
 std::optional<GgufRecipe> parse_gguf_recipe(const std::string& name) {
   std::string u = upper(name);
@@ -110,7 +122,7 @@ std::string gguf_recipe_names() {
 GgmlType gguf_recipe_type(GgufRecipe r, const GgufTensorRole& role, std::string* note) {
   const T base = gguf_recipe_info(r).base;
   const T mixed = role.pure ? base : mix_type(r, base, role);
-  const T final_type = shape_fallback(mixed, role.cols);
+  const T final_type = gguf_shape_fallback(mixed, role.cols);
   if (note != nullptr) {
     note->clear();
     if (mixed != base)

@@ -40,6 +40,14 @@ struct GgufTensorRole {
   bool pure = false;         // llama-quantize --pure: no mix rules (fallbacks still apply)
 };
 
+// llama.cpp's fallback when rows of `cols` are not whole blocks of `want` (Q2_K/Q3_K -> Q4_0,
+// Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0; F16 when the fallback does not fit either).
+GgmlType gguf_shape_fallback(GgmlType want, int64_t cols);
+
+// The block type of a layer given `bits` by a plan (fsq plan): 2 Q2_K, 3 Q3_K, 4 Q4_K, 5 Q5_K,
+// 6 Q6_K, 8 Q8_0, 16 F16; nullopt for other widths.
+std::optional<GgmlType> gguf_type_for_bits(int bits);
+
 // The type for `role`; `note` (when given) receives the reason when it is not the base type.
 GgmlType gguf_recipe_type(GgufRecipe r, const GgufTensorRole& role, std::string* note = nullptr);
 

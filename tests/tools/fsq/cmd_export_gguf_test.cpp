@@ -1,0 +1,128 @@
+// fsq export --format gguf on the real SmolLM2-135M, judged by llama.cpp itself: its
+// llama-perplexity loads fsq's GGUF and agrees with fsq eval of the same file under the same
+// (llama.cpp) protocol. llama.cpp's binaries come from FSQ_LLAMA_CPP_BIN (scripts/test.sh
+// sets it from scripts/llama-cpp.sh under CI; elsewhere those tests skip with a message).
+// Bad requests are refused with one line and no file.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+
+#include "cli_support.h"
+
+namespace fsq::clitest {
+namespace {
+
+namespace fs = std::filesystem;
+
+// fsq eval of two files that decode to the same f32 weights: the same arithmetic on the same
+// numbers, so the same perplexity up to summation noise.
+constexpr double kSameWeights = 1e-9;
+// llama-perplexity vs fsq eval on the same f32 weights: both in f32, differing only in the
+// order of accumulation inside dot products of 576..1536 terms (relative error ~1e-6 per
+// logit); measured 4e-5 on the source model.
+constexpr double kSameArithmetic = 1e-3;
+
+#define FSQ_REQUIRE_LLAMA_CPP()                                                                           \
+  do {                                                                                                    \
+    if (std::getenv("FSQ_LLAMA_CPP_BIN") == nullptr)                                                      \
+      GTEST_SKIP() << "FSQ_LLAMA_CPP_BIN is not set: run scripts/llama-cpp.sh and point it at the folder " \
+                      "it prints (scripts/test.sh does under CI)";                                        \
+  } while (0)
+
+// Runs a shell command, returning its exit status and stdout + stderr.
+std::pair<int, std::string> shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, ""};
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+double final_ppl(const std::string& log) {
+  std::smatch m;
+  if (!std::regex_search(log, m, std::regex("Final estimate: PPL = ([0-9.]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+// llama.cpp decodes fsq's blocks to the weights fsq decodes: llama-quantize turns fsq's
+// Q4_K_M file (Q4_K, Q6_K, Q5_0 and Q8_0 blocks on SmolLM2) back into F32 with llama.cpp's
+// dequantizers, and fsq eval gives that F32 file the perplexity it gives fsq's file;
+// llama-perplexity on the F32 file agrees with fsq eval too.
+TEST(CliExportGguf, LlamaCppDecodesFsqsBlocksToFsqsWeights) {
+  FSQ_REQUIRE_SMOLLM2();
+  FSQ_REQUIRE_LLAMA_CPP();
+  const fs::path dir = make_temp_dir("fsq-cli-export-gguf");
+  const fs::path out = dir / "smollm2-q4_k_m.gguf", f32 = dir / "llama-decoded-f32.gguf";
+  RunResult exp = run_fsq({"export", "--format", "gguf", "--type", "Q4_K", "--threads", "1", "--progress", "off",
+                           testing::smollm2_gguf().string(), out.string()});
+  ASSERT_EQ(exp.exit_code, 0) << exp.err;
+  const std::string bin = std::getenv("FSQ_LLAMA_CPP_BIN");
+  auto [qrc, qlog] = shell("'" + bin + "/llama-quantize' --allow-requantize '" + out.string() + "' '" + f32.string() +
+                           "' F32 1");
+  ASSERT_EQ(qrc, 0) << qlog;
+
+  auto fsq_ppl = [&](const fs::path& model, const std::string& json) {
+    RunResult eval = run_fsq({"eval", "--model", model.string(), "--data", wikitext_test().string(), "--protocol",
+                              "llama.cpp", "--seq-len", "512", "--max-windows", "2", "--no-speed", "--threads", "1",
+                              "--progress", "off", "--json", (dir / json).string()});
+    EXPECT_EQ(eval.exit_code, 0) << eval.err;
+    return read_json(dir / json)["perplexity"]["ppl"].get<double>();
+  };
+  const double ours = fsq_ppl(out, "ours.json"), decoded = fsq_ppl(f32, "decoded.json");
+  auto [prc, plog] = shell("'" + bin + "/llama-perplexity' -m '" + f32.string() + "' -f '" +
+                           wikitext_test().string() + "' -c 512 --chunks 2 -t 1");
+  ASSERT_EQ(prc, 0) << plog;
+  auto [qprc, qplog] = shell("'" + bin + "/llama-perplexity' -m '" + out.string() + "' -f '" +
+                             wikitext_test().string() + "' -c 512 --chunks 2 -t 1");
+  ASSERT_EQ(qprc, 0) << qplog;
+  const double llama_f32 = final_ppl(plog), llama_quantized = final_ppl(qplog);
+  std::printf("fsq eval: fsq's file %.6f, llama.cpp's F32 decode of it %.6f; llama-perplexity: F32 decode %.4f, "
+              "fsq's file %.4f (its kernels quantize activations) (2 chunks of 512)\n",
+              ours, decoded, llama_f32, llama_quantized);
+  EXPECT_NEAR(decoded / ours, 1.0, kSameWeights);
+  EXPECT_NEAR(llama_f32 / ours, 1.0, kSameArithmetic);
+  EXPECT_GT(llama_quantized, 0);
+}
+
+TEST(CliExportGguf, RefusesBadRequestsBeforeWriting) {
+  FSQ_REQUIRE_SMOLLM2();
+  const fs::path dir = make_temp_dir("fsq-cli-export-gguf-bad");
+  const fs::path out = dir / "out.gguf";
+  auto refused = [&](const std::vector<std::string>& extra, const std::string& says) {
+    std::vector<std::string> args = {"export", "--format", "gguf", "--progress", "off"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(testing::smollm2_gguf().string());
+    args.push_back(out.string());
+    RunResult r = run_fsq(args);
+    EXPECT_NE(r.exit_code, 0) << says;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_EQ(staging_paths_below(dir), "");
+  };
+  refused({"--type", "Q4_K_L"}, "is not one fsq writes");
+  refused({}, "needs --type");
+
+  // A plan made for other weights (its model_sha256), and one of another layer count.
+  nlohmann::json plan = {{"model_sha256", std::string(64, '0')},
+                         {"plan", {{"bits_per_layer", std::vector<int>(30, 4)}}}};
+  std::ofstream(dir / "other.json") << plan.dump();
+  refused({"--plan", (dir / "other.json").string()}, "was made for another model");
+  plan.erase("model_sha256");
+  plan["plan"]["bits_per_layer"] = std::vector<int>(12, 4);
+  std::ofstream(dir / "short.json") << plan.dump();
+  refused({"--plan", (dir / "short.json").string()}, "the plan has 12 layers");
+  plan["plan"]["bits_per_layer"] = std::vector<int>(30, 7);
+  std::ofstream(dir / "seven.json") << plan.dump();
+  refused({"--plan", (dir / "seven.json").string()}, "GGUF layers take");
+  refused({"--type", "Q4_0", "--emit-launch", (dir / "run.sh").string()}, "needs --plan");
+}
+
+}  // namespace
+}  // namespace fsq::clitest
