@@ -6,6 +6,7 @@
 #   llama-quantize --imatrix          llama-imatrix on the calibration text
 #   fsq export                        fsq's block search, no calibration (magnitude weights)
 #   fsq export --calib                weighted by E[x^2] from fsq calibrate on the same text
+#   fsq export --calib --awq          and activation-aware column scales folded into the norms
 # (Q4_K and Q3_K are llama-quantize's Q4_K_M and Q3_K_M mixes; fsq follows the same per-tensor
 # types, with and without an importance matrix, so each pair of files has the same size)
 # and each file is scored by llama-perplexity against the F32 logits (--kl-divergence-base):
@@ -20,10 +21,12 @@
 #
 #   scripts/gguf-compare.sh                       (FSQ_GGUF_TYPES="Q4_0 IQ4_NL Q4_K Q3_K")
 #   FSQ_GGUF_TYPES="Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL Q8_0" FSQ_CHUNKS=8 scripts/gguf-compare.sh
+#   FSQ_QUANTIZERS="llama-quantize+imatrix fsq+calib+awq" scripts/gguf-compare.sh   (a subset of rows)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 types="${FSQ_GGUF_TYPES:-Q4_0 IQ4_NL Q4_K Q3_K}"
+quantizers="${FSQ_QUANTIZERS:-llama-quantize llama-quantize+imatrix fsq fsq+calib fsq+calib+awq}"
 chunks="${FSQ_CHUNKS:-16}"
 ctx="${FSQ_CTX:-2048}"
 calib_chunks="${FSQ_CALIB_CHUNKS:-64}"
@@ -89,37 +92,45 @@ score() {  # gguf -> "ppl kld top1"
 
 rows="$work/rows.txt"
 : >"$rows"
+make_file() {  # type quantizer file
+  local t="$1" who="$2" f="$3" log="$work/q-$(basename "$3" .gguf).log"
+  case $who in
+    llama-quantize) run "$log" "$llama/llama-quantize" "$f32" "$f" "$t" "$threads" ;;
+    llama-quantize+imatrix) run "$log" "$llama/llama-quantize" --imatrix "$imatrix" "$f32" "$f" "$t" "$threads" ;;
+    fsq) run "$log" "$fsq" export --format gguf --type "$t" --threads "$threads" --progress off --force "$f32" "$f" ;;
+    fsq+calib) run "$log" "$fsq" export --format gguf --type "$t" --calib "$calib" --threads "$threads" \
+      --progress off --force "$f32" "$f" ;;
+    fsq+calib+awq) run "$log" "$fsq" export --format gguf --type "$t" --calib "$calib" --awq --threads "$threads" \
+      --progress off --force "$f32" "$f" ;;
+    *) echo "gguf-compare: unknown quantizer $who" >&2; exit 1 ;;
+  esac
+}
+
 for t in $types; do
-  declare -A file=(
-    [llama-quantize]="$work/llama-$t.gguf" [llama-quantize+imatrix]="$work/llama-imatrix-$t.gguf"
-    [fsq]="$work/fsq-$t.gguf" [fsq+calib]="$work/fsq-calib-$t.gguf")
-  run "$work/q-llama-$t.log" "$llama/llama-quantize" "$f32" "${file[llama-quantize]}" "$t" "$threads"
-  run "$work/q-llama-imatrix-$t.log" "$llama/llama-quantize" --imatrix "$imatrix" "$f32" \
-    "${file[llama-quantize+imatrix]}" "$t" "$threads"
-  run "$work/q-fsq-$t.log" "$fsq" export --format gguf --type "$t" --threads "$threads" --progress off --force \
-    "$f32" "${file[fsq]}"
-  run "$work/q-fsq-calib-$t.log" "$fsq" export --format gguf --type "$t" --calib "$calib" --threads "$threads" \
-    --progress off --force "$f32" "${file[fsq+calib]}"
-  for who in llama-quantize llama-quantize+imatrix fsq fsq+calib; do
-    f="${file[$who]}"
+  for who in $quantizers; do
+    f="$work/${who//+/-}-$t.gguf"
+    start=$SECONDS
+    make_file "$t" "$who" "$f"
+    secs=$((SECONDS - start))
     read -r ppl kld top1 <<<"$(score "$f")"
-    printf '%-7s %-23s %8s %11s %9s %9s %7s\n' "$t" "$who" "$(bits_per_weight "$f")" "$(stat -c %s "$f")" \
-      "$ppl" "$kld" "$top1" >>"$rows"
+    printf '%-7s %-23s %8s %11s %9s %9s %7s %6s\n' "$t" "$who" "$(bits_per_weight "$f")" "$(stat -c %s "$f")" \
+      "$ppl" "$kld" "$top1" "$secs" >>"$rows"
   done
-  unset file
 done
 
 # fsq reads its own export as llama.cpp does: same windows, llama.cpp protocol.
 first="$(set -- $types; echo "$1")"
-check="$work/fsq-calib-$first.gguf"
+last_fsq="$(for q in $quantizers; do [[ $q == fsq* ]] && echo "$q"; done | tail -n 1)"
+[[ -n $last_fsq ]] || { cat "$rows"; exit 0; }
+check="$work/${last_fsq//+/-}-$first.gguf"
 run "$work/fsq-eval.log" "$fsq" eval --model "$check" --data "$work/eval.txt" --protocol llama.cpp --seq-len "$ctx" \
   --max-windows "$chunks" --no-speed --threads "$threads" --progress off --force --json "$work/fsq-eval.json"
 fsq_ppl="$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['perplexity']['ppl'])" "$work/fsq-eval.json")"
-llama_ppl="$(awk -v t="$first" '$1 == t && $2 == "fsq+calib" {print $5}' "$rows")"
+llama_ppl="$(awk -v t="$first" -v f="$last_fsq" '$1 == t && $2 == f {print $5}' "$rows")"
 
 echo "SmolLM2-135M (F32 = exact dequantization of the Q4_1 source), $(head -n 1 "$llama/../VERSION"), fsq $("$fsq" --version | awk '{print $2, $3, $4}')"
 echo "eval: first 80 % of $(basename "$text"), llama-perplexity -c $ctx --chunks $chunks (second half of each chunk scored); F32 PPL $base_ppl"
 echo "calibration: the last 20 %, $calib_chunks x 512 tokens (llama-imatrix ${imatrix_s} s, fsq calibrate ${calib_s} s)"
-printf '%-7s %-23s %8s %11s %9s %9s %7s\n' type quantizer bits/w bytes PPL KLD "top1 %"
+printf '%-7s %-23s %8s %11s %9s %9s %7s %6s\n' type quantizer bits/w bytes PPL KLD "top1 %" "s"
 cat "$rows"
-echo "fsq eval --protocol llama.cpp on fsq+calib $first: PPL $fsq_ppl vs llama-perplexity $llama_ppl ($(python3 -c "print(f'{100 * ($fsq_ppl / $llama_ppl - 1):+.3f} %')"))"
+echo "fsq eval --protocol llama.cpp on $(basename "$check"): PPL $fsq_ppl vs llama-perplexity $llama_ppl ($(python3 -c "print(f'{100 * ($fsq_ppl / $llama_ppl - 1):+.3f} %')"))"

@@ -10,6 +10,7 @@
 #include "common/progress.h"
 #include "common/sha256.h"
 #include "formats/export/autoawq.h"
+#include "formats/export/gguf_awq.h"
 #include "formats/export/gguf_export.h"
 #include "formats/export/llama_rpc_launch.h"
 #include "formats/gguf/gguf_model.h"
@@ -34,6 +35,7 @@ struct ExportFlags {
   std::string progress = "auto";
   bool force = false;
   bool pure = false;
+  bool awq = false;
   RuntimeFlags rt;
 };
 
@@ -77,6 +79,8 @@ int run_gguf(const ExportFlags& f) {
   const auto recipe = parse_gguf_recipe(type_name);
   if (!recipe) throw Error("fsq export", "--type " + f.type + " is not one fsq writes; use one of " + gguf_recipe_names());
   if (!f.plan.empty() && f.pure) throw Error("fsq export", "--pure and --plan both decide the types: give one");
+  if (f.awq && f.calib.empty())
+    throw Error("--awq", "searches its scales from calibration statistics: give --calib (fsq calibrate on " + f.input + ")");
   check_output_file(f.out, "--out", {f.input, f.calib, f.plan}, f.force);
   check_output_file(f.json, "--json", {f.input, f.calib, f.plan, f.out}, f.force);
   check_output_file(f.emit_launch, "--emit-launch", {f.input, f.calib, f.plan, f.out, f.json}, f.force);
@@ -118,6 +122,16 @@ int run_gguf(const ExportFlags& f) {
                         {"type", type_name},
                         {"plan_bits_per_layer", plan_file.bits_per_layer},
                         {"calibration", calib ? calib->provenance().value("data_sha256", "") : ""}};
+  if (f.awq) {
+    Progress search("awq scales (% of groups)", 100);
+    const GgufAwqScales awq = search_gguf_awq_scales(
+        *source, plan, options.importance, threads,
+        [&](size_t done, size_t total) { search.update(static_cast<int64_t>(100 * done / total)); });
+    search.finish();
+    options.column_scale = awq.column_scale;
+    options.norm_divisor = awq.norm_divisor;
+    options.provenance["awq"] = awq.report;
+  }
   Progress progress("export " + type_name, static_cast<int64_t>(plan.tensors.size()));
   options.progress = [&](size_t done, size_t) { progress.update(static_cast<int64_t>(done)); };
   const GgufExportReport report = export_gguf(*source, plan, f.out, options);
@@ -181,6 +195,9 @@ Command add_export_command(CLI::App& root) {
   app->add_option("--emit-launch", f->emit_launch,
                   "gguf with --plan: also write a bash script that runs the GGUF as the plan's pipeline on llama.cpp's "
                   "RPC backend (one ggml-rpc-server per stage, --tensor-split reproducing the layer partition)");
+  app->add_flag("--awq", f->awq,
+               "gguf with --calib: scale the input columns of the norm-fed linears (q/k/v, gate/up) by "
+               "E[x^2]^(alpha/2) before blocking, folding 1/scale into the norm, alpha searched per group");
   app->add_flag("--pure", f->pure, "gguf: every matrix gets the type's base block type (llama-quantize --pure)");
   app->add_option("--calib", f->calib, "gguf: calibration file of the same .gguf (fsq calibrate) for importance weights")
       ->check(CLI::ExistingFile);

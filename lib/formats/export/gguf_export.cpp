@@ -208,11 +208,21 @@ GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan,
                                        " columns, the tensor " + std::to_string(cols));
       t.weighted = !importance.empty();
     }
+    const std::vector<float>* scale = nullptr;
+    if (auto it = options.column_scale.find(t.name); it != options.column_scale.end()) scale = &it->second;
+    if (auto it = options.norm_divisor.find(t.name); it != options.norm_divisor.end()) scale = &it->second;
+    if (scale != nullptr && static_cast<int64_t>(scale->size()) != cols)
+      throw Error("gguf export", "scales for '" + t.name + "' do not match its " + std::to_string(cols) + " columns");
+    const bool divide = scale != nullptr && t.dims.size() == 1;
+    if (scale != nullptr && !divide && !importance.empty())
+      for (int64_t j = 0; j < cols; ++j) importance[j] /= (*scale)[j] * (*scale)[j];
     const size_t src_row_bytes = src->nbytes / static_cast<size_t>(rows);
     const size_t dst_row_bytes = dst.size() / static_cast<size_t>(rows);
     parallel_rows(rows, options.threads, [&](int64_t r) {
       std::vector<float> x(static_cast<size_t>(cols));
       dequantize_row(src->type, src->data + static_cast<size_t>(r) * src_row_bytes, x.data(), cols);
+      if (scale != nullptr)
+        for (int64_t j = 0; j < cols; ++j) x[j] = divide ? x[j] / (*scale)[j] : x[j] * (*scale)[j];
       std::vector<float> w = element_weights(x, importance, t.to);
       write_row(t.to, x.data(), cols, w.empty() ? nullptr : w.data(), dst.data() + static_cast<size_t>(r) * dst_row_bytes);
     });

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ struct GgufExportOptions {
   std::function<std::vector<float>(const std::string& gguf_name, int64_t cols)> importance;
   int threads = 1;
   std::function<void(size_t done, size_t total)> progress;  // tensors written
+  // Activation-aware scaling (gguf_awq.h): matrices whose columns are multiplied by s before
+  // blocking (their importance divided by s^2), and 1-D norm weights divided by s.
+  std::map<std::string, std::vector<float>> column_scale;
+  std::map<std::string, std::vector<float>> norm_divisor;
   nlohmann::json provenance;  // stored as the string key fsq.export (JSON)
 };
 

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "formats/export/gguf_awq.h"
 #include "formats/export/gguf_export.h"
 #include "formats/gguf/dequantize.h"
 #include "formats/gguf/gguf_reader.h"
@@ -189,6 +190,54 @@ TEST(GgufExport, BlocksDecodeToTheQuantizerOutputOfTheSourceRows) {
     for (int i = 0; i < 48; ++i) EXPECT_NEAR(f16_row[i], s.down[i], std::max(std::fabs(s.down[i]) * 0x1p-11f, 0x1p-25f));  // fp16 rounding
     const GgufTensorInfo* norm = back->find_tensor("blk.0.attn_norm.weight");
     EXPECT_EQ(0, std::memcmp(norm->data, s.norm.data(), 64 * sizeof(float)));
+  }
+}
+
+// A layer with both norm-fed groups and skewed per-channel activation energy.
+TEST(GgufAwq, ScalesLowerTheErrorEstimateAndFoldExactlyIntoTheNorms) {
+  GgufBuilder b;
+  b.kv("general.architecture", kStr, gstr("llama"));
+  b.kv("llama.block_count", kU32, le<uint32_t>(1));
+  std::vector<float> attn_norm = random_floats(64, 11), ffn_norm = random_floats(64, 12);
+  b.tensor("blk.0.attn_norm.weight", {64}, kGgmlF32, floats(attn_norm));
+  b.tensor("blk.0.attn_q.weight", {64, 64}, kGgmlF32, floats(random_floats(64 * 64, 13)));
+  b.tensor("blk.0.attn_k.weight", {64, 32}, kGgmlF32, floats(random_floats(64 * 32, 14)));
+  b.tensor("blk.0.attn_v.weight", {64, 32}, kGgmlF32, floats(random_floats(64 * 32, 15)));
+  b.tensor("blk.0.ffn_norm.weight", {64}, kGgmlF32, floats(ffn_norm));
+  b.tensor("blk.0.ffn_gate.weight", {64, 96}, kGgmlF32, floats(random_floats(64 * 96, 16)));
+  b.tensor("blk.0.ffn_up.weight", {64, 96}, kGgmlF32, floats(random_floats(64 * 96, 17)));
+  TempFile file("awq.gguf");
+  file.write(b.bytes());
+  auto src = GgufFile::open(file.path());
+  std::mt19937 rng(18);
+  std::lognormal_distribution<float> energy(0.0f, 2.0f);
+  std::vector<float> c(64);
+  for (auto& v : c) v = energy(rng);
+  auto importance = [&](const std::string&, int64_t cols) { return cols == 64 ? c : std::vector<float>{}; };
+  const GgufExportPlan plan = plan_gguf_export(*src, GgufRecipe::Q4_0, true);
+  const GgufAwqScales awq = search_gguf_awq_scales(*src, plan, importance, 2);
+  ASSERT_EQ(awq.report.size(), 2u);
+  bool scaled = false;
+  for (const auto& g : awq.report) {
+    EXPECT_LE(g["error"].get<double>(), g["error_unscaled"].get<double>());
+    scaled = scaled || g["alpha"].get<double>() > 0;
+  }
+  EXPECT_TRUE(scaled) << awq.report.dump();
+
+  GgufExportOptions options;
+  options.importance = importance;
+  options.column_scale = awq.column_scale;
+  options.norm_divisor = awq.norm_divisor;
+  TempFile out("awq-out.gguf");
+  export_gguf(*src, plan, out.path(), options);
+  auto back = GgufFile::open(out.path());
+  for (const auto& [name, original] : {std::pair{std::string("blk.0.attn_norm.weight"), attn_norm},
+                                       std::pair{std::string("blk.0.ffn_norm.weight"), ffn_norm}}) {
+    auto it = awq.norm_divisor.find(name);
+    if (it == awq.norm_divisor.end()) continue;
+    std::vector<float> got(64);
+    dequantize_row(GgmlType::F32, back->find_tensor(name)->data, got.data(), 64);
+    for (int j = 0; j < 64; ++j) ASSERT_EQ(got[j], original[j] / it->second[j]) << name << " " << j;
   }
 }
 

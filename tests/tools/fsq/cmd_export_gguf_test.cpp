@@ -108,6 +108,7 @@ TEST(CliExportGguf, RefusesBadRequestsBeforeWriting) {
   };
   refused({"--type", "Q4_K_L"}, "is not one fsq writes");
   refused({}, "needs --type");
+  refused({"--type", "Q4_0", "--awq"}, "give --calib");
 
   // A plan made for other weights (its model_sha256), and one of another layer count.
   nlohmann::json plan = {{"model_sha256", std::string(64, '0')},
