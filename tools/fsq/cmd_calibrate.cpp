@@ -51,9 +51,10 @@ Command add_calibrate_command(CLI::App& root) {
       "Run calibration text through a model one decoder layer at a time and record, for the input of "
       "every linear layer, per-channel absmax / mean / mean of squares (and with --fisher the Fisher "
       "diagonal of every linear weight: the mean over samples of the squared per-sample gradient). "
-      "Writes one .safetensors file; fsq inspect summarizes it. fsq quantize does not read it yet: "
-      "rtn needs no statistics and awq measures its own from --calib-data on the layers it has already "
-      "quantized (the Fisher-weighted and mixed-precision passes will read this file).");
+      "Writes one .safetensors file; fsq inspect summarizes it. Read by fsq quantize --method squeezellm "
+      "(Fisher) and smoothquant (ranges), fsq plan --calib (variance indicator) and fsq export --format gguf "
+      "--calib (importance weights, --awq scales); awq measures its own inputs from --calib-data on the "
+      "layers it has already quantized.");
   app->add_option("--model", f->model, "checkpoint directory or .gguf file")->required()->check(CLI::ExistingPath);
   app->add_option("--data", f->data, "calibration text: a .txt file, a folder of .txt files, or a .jsonl with a \"text\" field")
       ->required()
