@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <atomic>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -180,7 +179,10 @@ GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan,
   GgufExportReport report;
   report.plan = plan;
   GgufWriter writer;
-  for (const auto& [key, value] : source.metadata()) writer.set(key, value);
+  // Keys llama-quantize wrote about the source's own quantization (quantize.imatrix.*) would
+  // describe a file this is not.
+  for (const auto& [key, value] : source.metadata())
+    if (!key.starts_with("quantize.")) writer.set(key, value);
   writer.set("general.file_type", GgufValue{gguf_recipe_info(plan.recipe).file_type});
   writer.set("general.quantization_version", GgufValue{uint32_t{2}});
   if (!options.provenance.is_null()) writer.set("fsq.export", GgufValue{options.provenance.dump()});

@@ -48,6 +48,7 @@ struct Source {
     b.kv("tokenizer.ggml.scores", kArr, garr(kF32, 2, le<float>(0.5f) + le<float>(-1.0f)));
     b.kv("tokenizer.ggml.add_bos_token", kBool, std::string(1, '\1'));
     b.kv("general.file_type", kU32, le<uint32_t>(0));
+    b.kv("quantize.imatrix.file", kStr, gstr("old.dat"));
     b.tensor("token_embd.weight", {64, 10}, kGgmlF32, floats(embd));
     b.tensor("blk.0.attn_norm.weight", {64}, kGgmlF32, floats(norm));
     b.tensor("blk.0.attn_q.weight", {64, 64}, kGgmlF32, floats(q));
@@ -172,6 +173,7 @@ TEST(GgufExport, BlocksDecodeToTheQuantizerOutputOfTheSourceRows) {
     auto back = GgufFile::open(out.path());
     EXPECT_EQ(back->get_u64("general.file_type"), gguf_recipe_info(recipe).file_type);
     EXPECT_EQ(back->get_strings("tokenizer.ggml.tokens"), src->get_strings("tokenizer.ggml.tokens"));
+    EXPECT_EQ(back->find("quantize.imatrix.file"), nullptr);  // the source's quantization, not this file's
     EXPECT_EQ(report.file_bytes, std::filesystem::file_size(out.path()));
 
     const GgufTensorInfo* q = back->find_tensor("blk.0.attn_q.weight");
