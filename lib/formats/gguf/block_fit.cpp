@@ -10,6 +10,12 @@ namespace fsq::gguf_fit {
 
 float round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
 
+void put_f16(std::byte* p, float v) {
+  const uint16_t h = f32_to_f16(v);
+  p[0] = static_cast<std::byte>(h & 0xFF);
+  p[1] = static_cast<std::byte>(h >> 8);
+}
+
 int Codebook::nearest(float v) const {
   if (consecutive) {
     float r = std::nearbyint(v);

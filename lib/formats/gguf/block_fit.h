@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -17,6 +18,8 @@ using Round = float (*)(float);
 
 float round_f16(float v);
 inline float keep(float v) { return v; }
+// Stores v as a little-endian fp16 (a block's d or m field).
+void put_f16(std::byte* p, float v);
 
 struct Run {
   const float* x;

@@ -6,12 +6,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
-#include "common/half.h"
 #include "formats/gguf/block_fit.h"
 #include "formats/gguf/dequantize.h"
 #include "formats/gguf/quantize_kquants.h"
@@ -22,12 +20,6 @@ namespace {
 using namespace gguf_fit;
 
 constexpr int kBlock = 32;  // elements per block of the legacy types and IQ4_NL
-
-void put_f16(std::byte* p, float v) {
-  uint16_t h = f32_to_f16(v);
-  p[0] = static_cast<std::byte>(h & 0xFF);
-  p[1] = static_cast<std::byte>(h >> 8);
-}
 
 // ---- packing --------------------------------------------------------------------------
 
@@ -46,17 +38,16 @@ void pack_high_bits(const Codes& codes, std::byte* qh) {
 
 void write_scale_block(GgmlType t, const ScaleFit& f, const Codebook& cb, std::byte* out) {
   put_f16(out, f.d);
-  Codes stored = f.codes;  // codebook index -> stored code
   switch (t) {
     case GgmlType::Q8_0:
       for (int i = 0; i < kBlock; ++i) out[2 + i] = static_cast<std::byte>(static_cast<int8_t>(cb.levels[f.codes[i]]));
       return;
     case GgmlType::Q5_0:
-      pack_high_bits(stored, out + 2);
-      pack_nibbles(stored, out + 6);
+      pack_high_bits(f.codes, out + 2);  // index = q + 16
+      pack_nibbles(f.codes, out + 6);
       return;
     default:  // Q4_0 (index = q + 8) and IQ4_NL (index into the table) store the index
-      pack_nibbles(stored, out + 2);
+      pack_nibbles(f.codes, out + 2);
       return;
   }
 }

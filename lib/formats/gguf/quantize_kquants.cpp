@@ -14,7 +14,6 @@
 #include <cstdint>
 
 #include "common/error.h"
-#include "common/half.h"
 #include "formats/gguf/block_fit.h"
 
 namespace fsq {
@@ -30,14 +29,16 @@ struct KSpec {
   int code_max = 0;     // affine codes
   int level_lo = 0, level_hi = 0;  // symmetric levels
   int scale_lo = 0, scale_hi = 0;  // integer sub-block scales (and mins, affine: 0..scale_hi)
+  const Codebook* levels = nullptr;  // symmetric: level_lo..level_hi
 };
 
 const KSpec* spec_of(GgmlType t) {
-  static const KSpec q2{16, true, 3, 0, 0, 0, 15};
-  static const KSpec q3{16, false, 0, -4, 3, -32, 31};
-  static const KSpec q4{32, true, 15, 0, 0, 0, 63};
-  static const KSpec q5{32, true, 31, 0, 0, 0, 63};
-  static const KSpec q6{16, false, 0, -32, 31, -128, 127};
+  static const Codebook q3_levels = consecutive_codebook(-4, 3), q6_levels = consecutive_codebook(-32, 31);
+  static const KSpec q2{16, true, 3, 0, 0, 0, 15, nullptr};
+  static const KSpec q3{16, false, 0, -4, 3, -32, 31, &q3_levels};
+  static const KSpec q4{32, true, 15, 0, 0, 0, 63, nullptr};
+  static const KSpec q5{32, true, 31, 0, 0, 0, 63, nullptr};
+  static const KSpec q6{16, false, 0, -32, 31, -128, 127, &q6_levels};
   switch (t) {
     case GgmlType::Q2_K: return &q2;
     case GgmlType::Q3_K: return &q3;
@@ -46,12 +47,6 @@ const KSpec* spec_of(GgmlType t) {
     case GgmlType::Q6_K: return &q6;
     default: return nullptr;
   }
-}
-
-void put_f16(std::byte* p, float v) {
-  uint16_t h = f32_to_f16(v);
-  p[0] = static_cast<std::byte>(h & 0xFF);
-  p[1] = static_cast<std::byte>(h >> 8);
 }
 
 // The chosen integers of a super-block and what they decode to.
@@ -98,9 +93,8 @@ SuperFit fit_super(const KSpec& k, const float* x, const float* w) {
       min[j] = -f.m;
     }
   } else {
-    const Codebook cb = consecutive_codebook(k.level_lo, k.level_hi);
     for (int j = 0; j < n_sub; ++j) {
-      ScaleFit f = search_scale(Run{x + j * k.sub, w + j * k.sub, k.sub}, cb, keep);
+      ScaleFit f = search_scale(Run{x + j * k.sub, w + j * k.sub, k.sub}, *k.levels, keep);
       scale[j] = f.d;
     }
   }
