@@ -19,6 +19,10 @@ std::vector<int32_t> generate_greedy(const LlamaModel& model, const std::vector<
   at::Tensor ids = at::tensor(ids64, at::kLong).view({1, -1}).to(model.options().device);
   for (int64_t step = 0; step < opts.max_new_tokens; ++step) {
     at::Tensor logits = model.forward(ids, &cache);
+    if (step == 0 && opts.prompt_logits != nullptr) {
+      const at::Tensor rows = logits[0].to(at::kCPU, at::kFloat).contiguous();
+      opts.prompt_logits->assign(rows.data_ptr<float>(), rows.data_ptr<float>() + rows.numel());
+    }
     const int32_t next = static_cast<int32_t>(logits[0][-1].argmax().item<int64_t>());
     out.push_back(next);
     if (on_token) on_token(next);

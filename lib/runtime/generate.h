@@ -12,6 +12,9 @@ namespace fsq {
 struct GenerateOptions {
   int64_t max_new_tokens = 32;
   int64_t stop_token = -1;  // stop after emitting this id (-1: never)
+  // When set: receives the fp32 logits of every prompt position, [prompt length, vocab]
+  // row-major, from the prefill step (the same pass that picks the first new token).
+  std::vector<float>* prompt_logits = nullptr;
 };
 
 // Returns the prompt followed by the generated ids. `on_token` (optional) sees each new id.

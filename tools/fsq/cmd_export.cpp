@@ -2,7 +2,9 @@
 //   autoawq: a packed checkpoint (fsq quantize) -> the AutoAWQ GEMM folder (vLLM, transformers).
 //   gguf:    a llama.cpp GGUF -> the same model in one of llama.cpp's block types, each block
 //            fitted by fsq's importance-weighted search (calibration statistics when given).
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "calib/calib_file.h"
 #include "common/atomic_file.h"
@@ -10,9 +12,11 @@
 #include "common/progress.h"
 #include "common/sha256.h"
 #include "formats/export/autoawq.h"
+#include "formats/export/compressed_tensors.h"
 #include "formats/export/gguf_awq.h"
 #include "formats/export/gguf_export.h"
 #include "formats/export/llama_rpc_launch.h"
+#include "formats/export/vllm_launch.h"
 #include "formats/gguf/gguf_model.h"
 #include "formats/gguf/gguf_reader.h"
 #include "formats/packed_checkpoint.h"
@@ -33,6 +37,7 @@ struct ExportFlags {
   std::string emit_launch;
   std::string json;
   std::string progress = "auto";
+  std::string dtype = "float16";
   bool force = false;
   bool pure = false;
   bool awq = false;
@@ -40,6 +45,8 @@ struct ExportFlags {
 };
 
 int run_autoawq(const ExportFlags& f) {
+  if (!f.emit_launch.empty() || f.dtype != "float16")
+    throw Error("fsq export", "--emit-launch and --model-dtype belong to --format gguf and compressed-tensors");
   if (!f.type.empty() || !f.calib.empty() || f.pure || !f.plan.empty())
     throw Error("fsq export",
                 "--type, --calib, --pure and --plan belong to --format gguf; autoawq takes the checkpoint's own widths");
@@ -50,6 +57,79 @@ int run_autoawq(const ExportFlags& f) {
   export_autoawq(packed, f.out);
   std::printf("exported %s -> %s (AutoAWQ GEMM, %zu linears, w4 group %lld)\n", f.input.c_str(), f.out.c_str(),
               packed.linears().size(), static_cast<long long>(packed.linears().front().quant.group_size));
+  return 0;
+}
+
+// The decoder layer of a linear's name ("model.layers.7.mlp.up_proj" -> 7), -1 when none.
+int64_t layer_of(const std::string& name) {
+  const std::string key = ".layers.";
+  const size_t at = name.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtoll(name.c_str() + at + key.size(), nullptr, 10);
+}
+
+// Refuses a plan that the checkpoint was not quantized with: another model, another layer
+// count, or a layer whose linears have other widths than the plan gives it.
+void check_plan_matches(const PlanFile& plan, const std::string& plan_path, const PackedCheckpoint& packed) {
+  const std::string sha = packed.manifest().value("source_sha256", "");
+  if (!plan.model_sha256.empty() && !sha.empty() && plan.model_sha256 != sha)
+    throw Error(plan_path, "was made for another model (sha256 " + plan.model_sha256.substr(0, 12) + "..., " +
+                               packed.dir().string() + " was quantized from " + sha.substr(0, 12) + "...)");
+  const int64_t layers = packed.config().value("num_hidden_layers", int64_t{0});
+  if (static_cast<int64_t>(plan.bits_per_layer.size()) != layers)
+    throw Error(plan_path, "gives widths for " + std::to_string(plan.bits_per_layer.size()) + " layers; " +
+                               packed.dir().string() + " has " + std::to_string(layers));
+  for (const PackedLinear& l : packed.linears()) {
+    const int64_t layer = layer_of(l.name);
+    if (layer < 0 || layer >= layers) continue;
+    const int planned = plan.bits_per_layer[static_cast<size_t>(layer)];
+    if (planned != l.quant.bits)
+      throw Error(plan_path, "gives layer " + std::to_string(layer) + " " + std::to_string(planned) + " bits; " +
+                                 l.name + " in " + packed.dir().string() + " has " + std::to_string(l.quant.bits) +
+                                 " (quantize with fsq quantize --plan " + plan_path + " first)");
+  }
+  int64_t staged = 0;
+  for (const auto& st : plan.stages) staged += st.layers;
+  if (!plan.stages.empty() && staged != layers)
+    throw Error(plan_path, "its stages hold " + std::to_string(staged) + " layers, the model " + std::to_string(layers));
+}
+
+void write_launch_script(const std::string& path, const std::string& script) {
+  write_file_atomic(path, script);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
+                               std::filesystem::perm_options::add);
+}
+
+int run_compressed_tensors(const ExportFlags& f) {
+  if (!f.type.empty() || !f.calib.empty() || f.pure || f.awq || !f.json.empty())
+    throw Error("fsq export", "--type, --calib, --pure, --awq and --json belong to --format gguf; compressed-tensors "
+                              "takes the checkpoint's own quant types (quantize with fsq quantize --plan for a mix)");
+  if (!f.emit_launch.empty() && f.plan.empty())
+    throw Error("--emit-launch", "needs --plan with pipeline stages (a plan made with --cluster or --gpu)");
+  check_output_folder(f.out, "--out", {f.input, f.plan});
+  check_output_file(f.emit_launch, "--emit-launch", {f.input, f.plan, f.out}, f.force);
+  AtomicDir::check_destination(f.out);
+  const PlanFile plan = f.plan.empty() ? PlanFile{} : read_plan_file(f.plan);
+  if (!f.emit_launch.empty() && plan.stages.empty())
+    throw Error(f.plan, "has no pipeline stages to launch (make it with fsq plan --cluster or --gpu)");
+  const PackedCheckpoint packed = PackedCheckpoint::open(f.input);
+  if (!f.plan.empty()) check_plan_matches(plan, f.plan, packed);
+  CompressedTensorsOptions options;
+  options.dtype = f.dtype == "float32" ? DType::F32 : DType::F16;
+  const CompressedTensorsReport report = export_compressed_tensors(packed, f.out, options);
+  for (const std::string& note : report.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  std::string schemes;
+  for (const std::string& s : report.schemes) schemes += (schemes.empty() ? "" : ", ") + s;
+  std::printf("exported %s -> %s (compressed-tensors pack-quantized, %s, %lld linears: %s)\n", f.input.c_str(),
+              f.out.c_str(), f.dtype.c_str(), static_cast<long long>(report.linears), schemes.c_str());
+  if (!f.emit_launch.empty()) {
+    write_launch_script(f.emit_launch,
+                        vllm_launch_script(std::filesystem::absolute(f.out).string(), plan.stages, f.plan));
+    std::printf("launch script %s: vllm serve, pipeline-parallel %zu, VLLM_PP_LAYER_PARTITION=%s\n",
+                f.emit_launch.c_str(), static_cast<size_t>(std::count_if(plan.stages.begin(), plan.stages.end(),
+                                                                         [](const RpcStage& s) { return s.layers > 0; })),
+                vllm_layer_partition(plan.stages).c_str());
+  }
   return 0;
 }
 
@@ -70,6 +150,7 @@ std::function<std::vector<float>(const std::string&, int64_t)> importance_from(c
 }
 
 int run_gguf(const ExportFlags& f) {
+  if (f.dtype != "float16") throw Error("--model-dtype", "belongs to --format compressed-tensors; gguf takes --type");
   if (f.type.empty() && f.plan.empty())
     throw Error("fsq export", "--format gguf needs --type (" + gguf_recipe_names() + ") or --plan");
   const std::string type_name = f.type.empty() ? "Q4_K_M" : f.type;  // with --plan: the head and embeddings
@@ -154,17 +235,19 @@ int run_gguf(const ExportFlags& f) {
               calib ? "" : ": no --calib, plain squared error");
   if (!f.json.empty()) write_json_report(f.json, report.to_json());
   if (!f.emit_launch.empty()) {
-    write_file_atomic(f.emit_launch, llama_rpc_launch_script(std::filesystem::absolute(f.out).string(),
-                                                             plan_file.stages, f.plan));
-    std::filesystem::permissions(f.emit_launch, std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
-                                 std::filesystem::perm_options::add);
+    write_launch_script(f.emit_launch,
+                        llama_rpc_launch_script(std::filesystem::absolute(f.out).string(), plan_file.stages, f.plan));
     std::printf("launch script %s: %zu RPC stages, --tensor-split %s\n", f.emit_launch.c_str(),
                 plan_file.stages.size(), llama_tensor_split(plan_file.stages).c_str());
   }
   return 0;
 }
 
-int run_export(const ExportFlags& f) { return f.format == "gguf" ? run_gguf(f) : run_autoawq(f); }
+int run_export(const ExportFlags& f) {
+  if (f.format == "gguf") return run_gguf(f);
+  if (f.format == "compressed-tensors") return run_compressed_tensors(f);
+  return run_autoawq(f);
+}
 
 }  // namespace
 
@@ -175,26 +258,38 @@ Command add_export_command(CLI::App& root) {
       "Export weights to files an existing inference engine loads.\n"
       "  autoawq: a packed checkpoint (fsq quantize) -> the AutoAWQ GEMM folder that vLLM and transformers load "
       "(4-bit, asymmetric, one group size of 32, 64 or 128; other quant types are refused with the reason).\n"
+      "  compressed-tensors: a packed checkpoint -> llm-compressor's pack-quantized folder that vLLM and "
+      "transformers load (any bits, group size and symmetry fsq writes, one config group per scheme, so a "
+      "mixed-precision checkpoint from fsq quantize --plan keeps its per-layer widths; vLLM runs 4 and 8 bits).\n"
       "  gguf: a llama.cpp .gguf -> a .gguf of --type for llama.cpp, metadata and tokenizer copied; tensor types "
       "follow llama-quantize's rules for that type (with and without an importance matrix), and each block's "
       "scale (and min) is searched for the least "
       "squared error, weighted per input channel by E[x^2] from --calib (fsq calibrate on the same .gguf).");
-  app->add_option("--format", f->format, "output format")->required()->check(CLI::IsMember({"autoawq", "gguf"}));
-  app->add_option("input", f->input, "autoawq: packed checkpoint folder; gguf: source .gguf file")
+  app->add_option("--format", f->format, "output format")->required()->check(
+      CLI::IsMember({"autoawq", "compressed-tensors", "gguf"}));
+  app->add_option("input", f->input, "autoawq, compressed-tensors: packed checkpoint folder; gguf: source .gguf file")
       ->required()
       ->check(CLI::ExistingPath);
-  app->add_option("out,--out", f->out, "autoawq: output folder (must not exist, or be empty); gguf: output .gguf")
+  app->add_option("out,--out", f->out, "autoawq, compressed-tensors: output folder (must not exist, or be empty); gguf: output .gguf")
       ->required();
   app->add_option("--type", f->type,
                   "gguf: llama-quantize's type name: " + gguf_recipe_names() +
                       "; the K mixes give some tensors more bits exactly as llama-quantize does");
   app->add_option("--plan", f->plan,
                   "gguf: plan.json from fsq plan: layer i's matrices get its width (2 Q2_K, 3 Q3_K, 4 Q4_K, 5 Q5_K, "
-                  "6 Q6_K, 8 Q8_0, 16 F16); --type (default Q4_K_M) then decides only the embeddings and head")
+                  "6 Q6_K, 8 Q8_0, 16 F16); --type (default Q4_K_M) then decides only the embeddings and head. "
+                  "compressed-tensors: the plan the checkpoint was quantized with (checked), for --emit-launch")
       ->check(CLI::ExistingFile);
   app->add_option("--emit-launch", f->emit_launch,
-                  "gguf with --plan: also write a bash script that runs the GGUF as the plan's pipeline on llama.cpp's "
-                  "RPC backend (one ggml-rpc-server per stage, --tensor-split reproducing the layer partition)");
+                  "with --plan: also write a bash script that runs the export as the plan's pipeline. gguf: on "
+                  "llama.cpp's RPC backend (one ggml-rpc-server per stage, --tensor-split reproducing the layer "
+                  "partition); compressed-tensors: vllm serve --pipeline-parallel-size P on Ray with "
+                  "VLLM_PP_LAYER_PARTITION set to the partition");
+  app->add_option("--model-dtype", f->dtype,
+                  "compressed-tensors: dtype of the dense tensors and scales, and config.json's torch_dtype "
+                  "(float32 keeps every dense tensor exact)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"float16", "float32"}));
   app->add_flag("--awq", f->awq,
                "gguf with --calib: scale the input columns of the norm-fed linears (q/k/v, gate/up) by "
                "E[x^2]^(alpha/2) before blocking, folding 1/scale into the norm, alpha searched per group");
@@ -206,6 +301,8 @@ Command add_export_command(CLI::App& root) {
   add_progress_flag(app, f->progress);
   add_force_flag(app, f->force);
   app->footer(examples({"fsq export --format autoawq smollm2-w4g128 smollm2-awq",
+                        "fsq export --format compressed-tensors smollm2-w4g128 smollm2-ct",
+                        "fsq export --format compressed-tensors --plan plan.json --emit-launch serve.sh mixed mixed-ct",
                         "fsq calibrate --model smollm2-f32.gguf --data wiki.train.txt --out calib.safetensors",
                         "fsq export --format gguf --type Q4_0 --calib calib.safetensors smollm2-f32.gguf smollm2-q4_0.gguf",
                         "llama-perplexity -m smollm2-q4_0.gguf -f wiki.test.raw -c 2048",

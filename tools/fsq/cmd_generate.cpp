@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "formats/checkpoint.h"
+#include "formats/safetensors.h"
 #include "formats/tokenizer.h"
 #include "options.h"
 #include "runtime/generate.h"
@@ -18,6 +19,8 @@ struct GenerateFlags {
   std::string model, prompt;
   int64_t n = 32;
   bool ids = false;
+  std::string logits;
+  bool force = false;
   RuntimeFlags rt;
 };
 
@@ -38,6 +41,7 @@ int run_generate(const GenerateFlags& f) {
   if (files.packed && files.packed->has_intonly_ranges())
     std::fprintf(stderr, "fsq: note: integer-only checkpoint: generation runs its w8a8static float path (the "
                          "integer path evaluates whole windows without a KV cache; fsq eval runs it)\n");
+  check_output_file(f.logits, "--logits", {f.model}, f.force);
   const Checkpoint& ckpt = *files.checkpoint;
   auto tok = load_tokenizer(f.model);
   auto model = files.load(ro);
@@ -51,9 +55,22 @@ int run_generate(const GenerateFlags& f) {
   GenerateOptions go;
   go.max_new_tokens = f.n;
   go.stop_token = tok->eos_id();
+  std::vector<float> prompt_logits;
+  if (!f.logits.empty()) {
+    if (f.n < 1) throw Error("--logits", "the prompt's logits come from the first generation step: give -n >= 1");
+    go.prompt_logits = &prompt_logits;
+  }
   std::vector<int32_t> out = generate_greedy(*model, prompt, go);
   std::printf("%s\n", tok->decode(out).c_str());
   if (f.ids) std::printf("ids: %s\n", ids_text(out).c_str());
+  if (!f.logits.empty()) {
+    const int64_t vocab = static_cast<int64_t>(prompt_logits.size() / prompt.size());
+    write_safetensors(f.logits,
+                      {{"logits", DType::F32, {static_cast<int64_t>(prompt.size()), vocab},
+                        std::as_bytes(std::span<const float>(prompt_logits))},
+                       {"ids", DType::I32, {static_cast<int64_t>(out.size())}, std::as_bytes(std::span<const int32_t>(out))}},
+                      {{"prompt_tokens", std::to_string(prompt.size())}});
+  }
   return 0;
 }
 
@@ -69,9 +86,14 @@ Command add_generate_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app->add_flag("--ids", f->ids, "also print the token ids (prompt + generated)");
+  app->add_option("--logits", f->logits,
+                  "also write a .safetensors file: \"logits\" F32 [prompt tokens, vocab] of every prompt position "
+                  "and \"ids\" I32 (prompt + generated), to compare with another engine");
+  add_force_flag(app, f->force);
   add_runtime_flags(app, f->rt);
   app->footer(examples({"fsq generate --model models/stories260K --prompt \"Once upon a time\" -n 40",
-                        "fsq generate --model DIR --prompt \"The capital of France is\" -n 16 --ids --threads 4"}));
+                        "fsq generate --model DIR --prompt \"The capital of France is\" -n 16 --ids --threads 4",
+                        "fsq generate --model DIR --prompt \"Hello\" -n 32 --logits hello.safetensors"}));
   return Command{app, [f] { return run_generate(*f); }};
 }
 

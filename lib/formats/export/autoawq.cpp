@@ -4,17 +4,14 @@
 #include "formats/export/autoawq.h"
 
 #include <bit>
-#include <cmath>
-#include <cstring>
 #include <map>
 #include <set>
 #include <vector>
 
 #include "common/atomic_file.h"
 #include "common/error.h"
-#include "common/half.h"
+#include "formats/export/export_folder.h"
 #include "formats/quant/quant_types.h"
-#include "formats/tensor_convert.h"
 
 namespace fsq {
 namespace {
@@ -84,22 +81,6 @@ int64_t check_linears(const PackedCheckpoint& src) {
   return first.quant.group_size;
 }
 
-// A dense tensor as F16, refused when it is not float or leaves fp16's range.
-std::vector<std::byte> to_f16(const TensorView& t, const std::string& where) {
-  if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
-    throw Error(where, "tensor " + quote_name(t.name) + " is " + std::string(dtype_name(t.dtype)) +
-                           "; only float tensors can go into an fp16 AutoAWQ model");
-  std::vector<std::byte> bytes = convert_float_tensor(t, DType::F16);
-  for (size_t i = 0; i < bytes.size() / 2; ++i) {
-    uint16_t h;
-    std::memcpy(&h, bytes.data() + 2 * i, sizeof h);
-    if (!std::isfinite(f16_to_f32(h)))
-      throw Error(where, "tensor " + quote_name(t.name) + ": element " + std::to_string(i) +
-                             " is not finite in fp16 (|x| > 65504, inf or nan); AutoAWQ models are fp16");
-  }
-  return bytes;
-}
-
 // Module names of the dense 2-D weights (embeddings, lm_head, linears left unquantized):
 // the engines must not expect AWQ tensors for them. Entries that name no linear layer are
 // harmless; both engines only convert linear layers.
@@ -160,7 +141,7 @@ void export_autoawq(const PackedCheckpoint& src, const fs::path& out) {
   dense.reserve(src.dense_tensors().size());
   std::vector<TensorToWrite> tensors;
   for (const TensorView* t : src.dense_tensors()) {
-    dense.push_back(to_f16(*t, where));
+    dense.push_back(export_dense_tensor(*t, DType::F16, where, "an AutoAWQ model"));
     tensors.push_back({t->name, DType::F16, t->shape, dense.back()});
   }
   for (const PackedLinear& l : src.linears()) {
@@ -171,16 +152,7 @@ void export_autoawq(const PackedCheckpoint& src, const fs::path& out) {
     tensors.push_back({a.name + ".scales", DType::F16, {a.groups, a.out}, bytes_of(a.scales)});
   }
 
-  AtomicDir dir(out);  // removes its staging folder on any failure
-  const std::string source_sha256 = src.manifest().value("source_sha256", "");
-  const std::map<std::string, std::string> meta = {
-      {"format", "pt"}, {"fsq_export", "autoawq"}, {"fsq_source_sha256", source_sha256}};
-  write_safetensors(dir.staging() / kPackedWeightsFile, tensors, meta);
-  write_file_atomic(dir.staging() / kPackedConfigFile, config.dump(2) + "\n");
-  std::error_code ec;
-  for (const std::string& name : packed_copied_source_files())
-    if (fs::is_regular_file(src.dir() / name, ec)) copy_file_atomic(src.dir() / name, dir.staging() / name);
-  dir.commit();
+  write_export_folder(src, out, tensors, config, "autoawq");
 }
 
 }  // namespace fsq

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "formats/export/shell_quote.h"
 
 namespace fsq {
 namespace {
@@ -13,12 +14,6 @@ std::string shell_word(const std::string& node) {
   std::string s;
   for (char c : node) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return s.empty() ? "node" : s;
-}
-
-std::string single_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 }  // namespace
@@ -72,7 +67,7 @@ std::string llama_rpc_launch_script(const std::string& gguf, const std::vector<R
   s += "for hp in $(echo \"" + rpc + "\" | tr ',' ' '); do\n"
        "  for _ in $(seq 100); do (exec 3<>\"/dev/tcp/${hp%:*}/${hp##*:}\") 2>/dev/null && break; sleep 0.1; done\n"
        "done\n";
-  s += "\"${bin}${LLAMA_TOOL:-llama-server}\" -m " + single_quoted(gguf) + " --rpc \"" + rpc +
+  s += "\"${bin}${LLAMA_TOOL:-llama-server}\" -m " + shell_single_quoted(gguf) + " --rpc \"" + rpc +
        "\" -ngl 999 --tensor-split " + llama_tensor_split(stages) + " \"$@\"\n";
   return s;
 }

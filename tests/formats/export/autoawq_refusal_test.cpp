@@ -20,22 +20,9 @@ class AutoAwqRefusal : public ::testing::Test {
   fs::path packed_dir = tmp / "packed";
   fs::path out = tmp / "awq";
 
-  // Exports `src` and expects an fsq::Error on one line that names the packed folder and
-  // contains `problem`, with nothing but the packed folder left in tmp.
   void expect_refused(test::PackedSource& src, const std::string& problem) {
-    const PackedCheckpoint packed = src.write(packed_dir);
-    try {
-      export_autoawq(packed, out);
-      ADD_FAILURE() << "accepted: " << problem;
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      EXPECT_NE(msg.find(problem), std::string::npos) << msg;
-      EXPECT_EQ(msg.rfind(packed_dir.string() + ": ", 0), 0u) << msg;
-      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    }
-    std::set<std::string> left;
-    for (const auto& e : fs::directory_iterator(tmp.path())) left.insert(e.path().filename().string());
-    EXPECT_EQ(left, std::set<std::string>{"packed"}) << problem;
+    test::expect_export_refused([&](const PackedCheckpoint& p) { export_autoawq(p, out); }, src, tmp.path(),
+                                packed_dir, problem);
   }
 };
 

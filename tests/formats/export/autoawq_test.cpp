@@ -21,8 +21,6 @@ using test::TempDir;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-constexpr int64_t kHidden = 128;
-constexpr int64_t kVocab = 16;
 
 std::set<std::string> folder_entries(const fs::path& dir) {
   std::set<std::string> names;
@@ -30,25 +28,7 @@ std::set<std::string> folder_entries(const fs::path& dir) {
   return names;
 }
 
-// A small model in every dense dtype the packed format holds, one unquantized linear, and
-// quantized linears whose output counts (8, 16, 24, 64) cover one, several and an odd
-// number of packed words.
-struct ModelSource : test::PackedSource {
-  explicit ModelSource(const std::string& quant_type, int64_t in = kHidden) {
-    add_dense("model.embed_tokens.weight", DType::F32, {kVocab, kHidden}, test::gaussian(kVocab, kHidden, 1));
-    add_dense("model.norm.weight", DType::F32, {kHidden}, std::vector<float>(kHidden, 1.0f));
-    std::vector<uint16_t> head(kVocab * kHidden), bias(64);
-    for (size_t i = 0; i < head.size(); ++i) head[i] = f32_to_bf16(0.01f * static_cast<float>(i % 97) - 0.4f);
-    for (size_t i = 0; i < bias.size(); ++i) bias[i] = f32_to_f16(0.125f * static_cast<float>(i) - 3.0f);
-    add_dense("lm_head.weight", DType::BF16, {kVocab, kHidden}, head);
-    add_dense("model.layers.0.self_attn.q_proj.bias", DType::F16, {64}, bias);
-    add_dense("model.layers.0.mlp.down_proj.weight", DType::F32, {kHidden, 32}, test::gaussian(kHidden, 32, 2));
-    add_linear("model.layers.0.self_attn.q_proj", quant_type, 64, in, 3);
-    add_linear("model.layers.0.self_attn.k_proj", quant_type, 16, in, 4);
-    add_linear("model.layers.0.self_attn.v_proj", quant_type, 8, 2 * in, 5);
-    add_linear("model.layers.0.mlp.up_proj", quant_type, 24, in, 6);
-  }
-};
+using ModelSource = test::SmallModelSource;
 
 class AutoAwqExport : public ::testing::TestWithParam<int64_t> {
  protected:
