@@ -73,16 +73,9 @@ FSQ_CT_MAX_ABS=0.1 check rtn-w4g64a-f16 "$work/rtn-w4g64a" --model-dtype float16
 # A mixed plan over three small CPU-like devices (as scripts/rpc-loopback.sh makes it).
 run "$work/calibrate.log" "$fsq" calibrate --model "$hf" --data "$work/calib.txt" --samples 16 --seq-len 512 \
   --progress off --out "$work/calib.safetensors"
-cat >"$work/specs.json" <<'EOF'
-{"gpus": [{"name": "CPU-core", "memory_gib": 0.25, "fp16_tflops": 0.1, "int8_tops": 0, "bandwidth_gbs": 20}]}
-EOF
-cat >"$work/cluster.json" <<'EOF'
-{"devices": [{"type": "CPU-core", "count": 1, "node": "a"}, {"type": "CPU-core", "count": 1, "node": "b"},
-             {"type": "CPU-core", "count": 1, "node": "c"}],
- "links": {"inter_node_gbps": 10}}
-EOF
-run "$work/plan.log" "$fsq" plan --model "$hf" --calib "$work/calib.safetensors" --cluster "$work/cluster.json" \
-  --gpu-specs "$work/specs.json" --bits 3,4,8 --batch 4 --prompt-len 128 --new-tokens 32 --quality-of 4 --target-bits 5 \
+run "$work/plan.log" "$fsq" plan --model "$hf" --calib "$work/calib.safetensors" \
+  --cluster "$root/scripts/plans/three-cpu-nodes.json" --gpu-specs "$root/scripts/plans/cpu-core-specs.json" \
+  --bits 3,4,8 --batch 4 --prompt-len 128 --new-tokens 32 --quality-of 4 --target-bits 5 \
   --out "$work/plan.json"
 # Symmetric: transformers decodes asymmetric layers through one route that applies the first
 # config group's scheme to all of them (compressed_tensors.h); vLLM matches per layer.

@@ -2,9 +2,10 @@
 # An fsq plan executed on llama.cpp's distributed (RPC) backend, on loopback: SmolLM2-135M
 # planned over three small CPU "devices" (fsq plan, a 3-stage pipeline), exported as a mixed
 # GGUF with its launch script (fsq export --plan --emit-launch), then run twice with
-# llama-perplexity: through three ggml-rpc-server processes on 127.0.0.1 (the launch script)
-# and as one process. Checks that llama.cpp put each stage's layers on that stage's server
-# and that both runs give the same perplexity; prints both. Network traffic stays on
+# llama-perplexity and with llama-completion (greedy, 32 tokens): through three
+# ggml-rpc-server processes on 127.0.0.1 (the launch script) and as one process. Checks that
+# llama.cpp put each stage's layers on that stage's server, that both runs give the same
+# perplexity and that both generate the same greedy tokens; prints both. Network traffic stays on
 # 127.0.0.1, every process runs under a timeout, and the servers stop with the script.
 #
 #   scripts/rpc-loopback.sh            (FSQ_CHUNKS=4 windows of FSQ_CTX=512 tokens)
@@ -41,16 +42,9 @@ run "$work/calibrate.log" "$fsq" calibrate --model "$source_gguf" --data "$work/
   --seq-len 512 --progress off --out "$work/calib.safetensors"
 
 # Three small CPU-like devices on three nodes: the planner must split the 30 layers.
-cat >"$work/specs.json" <<'EOF'
-{"gpus": [{"name": "CPU-core", "memory_gib": 0.25, "fp16_tflops": 0.1, "int8_tops": 0, "bandwidth_gbs": 20}]}
-EOF
-cat >"$work/cluster.json" <<'EOF'
-{"devices": [{"type": "CPU-core", "count": 1, "node": "a"}, {"type": "CPU-core", "count": 1, "node": "b"},
-             {"type": "CPU-core", "count": 1, "node": "c"}],
- "links": {"inter_node_gbps": 10}}
-EOF
-run "$work/plan.log" "$fsq" plan --model "$source_gguf" --calib "$work/calib.safetensors" --cluster "$work/cluster.json" \
-  --gpu-specs "$work/specs.json" --bits 3,4,8 --batch 4 --prompt-len 128 --new-tokens 32 --quality-of 4 --target-bits 5 \
+run "$work/plan.log" "$fsq" plan --model "$source_gguf" --calib "$work/calib.safetensors" \
+  --cluster "$root/scripts/plans/three-cpu-nodes.json" --gpu-specs "$root/scripts/plans/cpu-core-specs.json" \
+  --bits 3,4,8 --batch 4 --prompt-len 128 --new-tokens 32 --quality-of 4 --target-bits 5 \
   --out "$work/plan.json"
 read -r -a stage_layers <<<"$(python3 -c "import json,sys; print(*[s['layers'] for s in json.load(open(sys.argv[1]))['plan']['stages']])" "$work/plan.json")"
 (( ${#stage_layers[@]} == 3 )) && (( stage_layers[0] > 0 && stage_layers[1] > 0 && stage_layers[2] > 0 )) ||
@@ -65,6 +59,21 @@ port_base=$((20000 + RANDOM % 20000))
 run "$work/rpc.log" env LLAMA_BIN="$llama" LLAMA_TOOL=llama-perplexity PORT_BASE="$port_base" \
   bash "$work/launch.sh" "${args[@]}" -v
 
+# Greedy decoding (temperature 0) of one prompt, as one process and through the servers.
+# llama-completion writes the prompt and its continuation to stdout, its log to stderr; the
+# same text from the same prompt and tokenizer means the same tokens.
+gen=(-p "Once upon a time, in a small village," -n 32 --temp 0 -no-cnv -t 1 --no-warmup --seed 1)
+generate() {  # name command...
+  local name="$1"; shift
+  timeout 600 "$@" >"$work/$name.txt" 2>"$work/$name.log" </dev/null ||
+    { tail -n 20 "$work/$name.log" >&2; echo "rpc-loopback: failed: $*" >&2; exit 1; }
+}
+generate single-gen "$llama/llama-completion" -m "$work/planned.gguf" "${gen[@]}" --no-repack
+generate rpc-gen env LLAMA_BIN="$llama" LLAMA_TOOL=llama-completion PORT_BASE="$((port_base + 10))" \
+  bash "$work/launch.sh" "${gen[@]}"
+single_text="$(cat "$work/single-gen.txt")"
+rpc_text="$(cat "$work/rpc-gen.txt")"
+
 single="$(grep -o 'Final estimate: PPL = [0-9.]*' "$work/single.log" | awk '{print $NF}')"
 rpc="$(grep -o 'Final estimate: PPL = [0-9.]*' "$work/rpc.log" | awk '{print $NF}')"
 placed=()
@@ -78,5 +87,8 @@ echo "layers per RPC server: ${placed[*]} (plan: ${stage_layers[*]}, the last se
 echo "llama-perplexity -c $ctx --chunks $chunks: one process $single, three RPC servers on 127.0.0.1 $rpc"
 [[ ${placed[0]} == "${stage_layers[0]}" && ${placed[1]} == "${stage_layers[1]}" &&
    ${placed[2]} == $((stage_layers[2] + 1)) ]] || { echo "rpc-loopback: layer placement differs from the plan" >&2; exit 1; }
+echo "llama-completion greedy 32 tokens, one process: $(printf '%s' "$single_text" | tr '\n' ' ')"
+echo "                 three RPC servers on 127.0.0.1: $(printf '%s' "$rpc_text" | tr '\n' ' ')"
 [[ -n $single && $single == "$rpc" ]] || { echo "rpc-loopback: perplexities differ" >&2; exit 1; }
+[[ -n $single_text && $single_text == "$rpc_text" ]] || { echo "rpc-loopback: greedy generations differ" >&2; exit 1; }
 echo "rpc-loopback: OK"
