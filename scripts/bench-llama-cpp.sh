@@ -48,7 +48,8 @@ w8a8="$(make_fsq w8a8 --method w8a8 --calib-data "$root/../shared/data/tinystori
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 llama_tps() {  # gguf threads -> "tg pp"
-  "$llama/llama-bench" -m "$1" -t "$2" -p 512 -n 64 -r "$reps" -o json 2>/dev/null >"$tmp/lb.json"
+  "$llama/llama-bench" -m "$1" -t "$2" -p 512 -n 64 -r "$reps" -o json 2>/dev/null >"$tmp/lb.json" ||
+    { echo "bench-llama-cpp: llama-bench failed on $1" >&2; exit 1; }
   python3 - "$tmp/lb.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
@@ -58,7 +59,10 @@ print(f"{tg:.1f} {pp:.1f}")
 PY
 }
 fsq_tps() {  # model threads -> "tg pp"
-  "$fsq" eval --model "$1" --speed-only --threads "$2" --progress off --json "$tmp/fsq.json" >/dev/null
+  # A fresh report per row: a stale one from the row before must never be read.
+  rm -f "$tmp/fsq.json"
+  "$fsq" eval --model "$1" --speed-only --threads "$2" --progress off --json "$tmp/fsq.json" >/dev/null ||
+    { echo "bench-llama-cpp: fsq eval failed on $1" >&2; exit 1; }
   python3 - "$tmp/fsq.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["speed"]
@@ -77,6 +81,7 @@ for t in $threads_list; do
     IFS=: read -r label gguf model <<<"$pair"
     read -r ltg lpp <<<"$(llama_tps "$gguf" "$t")"
     read -r ftg fpp <<<"$(fsq_tps "$model" "$t")"
+    [[ -n $ltg && -n $ftg ]] || exit 1  # the failing side said why
     case $label in f32) ln=F32; fn=f32 ;; q4) ln=Q4_0; fn=w4g128 ;; q8) ln=Q8_0; fn=w8a8 ;; esac
     printf '%-8s %-3s | %-10s %9s %9s | %-10s %9s %9s | %7.2f %7.2f\n' "$label" "$t" "$ln" "$ltg" "$lpp" "$fn" \
       "$ftg" "$fpp" "$(python3 -c "print($ftg / $ltg)")" "$(python3 -c "print($fpp / $lpp)")"
