@@ -45,8 +45,10 @@ struct ExportFlags {
 };
 
 int run_autoawq(const ExportFlags& f) {
-  if (!f.emit_launch.empty() || f.dtype != "float16")
-    throw Error("fsq export", "--emit-launch and --model-dtype belong to --format gguf and compressed-tensors");
+  if (f.dtype != "float16")
+    throw Error("--model-dtype", "belongs to --format compressed-tensors; AutoAWQ models are float16");
+  if (!f.emit_launch.empty())
+    throw Error("--emit-launch", "belongs to --format gguf and compressed-tensors (with --plan)");
   if (!f.type.empty() || !f.calib.empty() || f.pure || !f.plan.empty())
     throw Error("fsq export",
                 "--type, --calib, --pure and --plan belong to --format gguf; autoawq takes the checkpoint's own widths");

@@ -31,6 +31,10 @@ std::string ids_text(const std::vector<int32_t>& ids) {
 }
 
 int run_generate(const GenerateFlags& f) {
+  // Bad options fail before the model loads.
+  if (!f.logits.empty() && f.n < 1)
+    throw Error("--logits", "the prompt's logits come from the first generation step: give -n >= 1");
+  check_output_file(f.logits, "--logits", {f.model}, f.force);
   apply_threads(f.rt.threads);
   c10::InferenceMode no_autograd;
   RuntimeOptions ro = runtime_options(f.rt);
@@ -41,7 +45,6 @@ int run_generate(const GenerateFlags& f) {
   if (files.packed && files.packed->has_intonly_ranges())
     std::fprintf(stderr, "fsq: note: integer-only checkpoint: generation runs its w8a8static float path (the "
                          "integer path evaluates whole windows without a KV cache; fsq eval runs it)\n");
-  check_output_file(f.logits, "--logits", {f.model}, f.force);
   const Checkpoint& ckpt = *files.checkpoint;
   auto tok = load_tokenizer(f.model);
   auto model = files.load(ro);
@@ -56,10 +59,7 @@ int run_generate(const GenerateFlags& f) {
   go.max_new_tokens = f.n;
   go.stop_token = tok->eos_id();
   std::vector<float> prompt_logits;
-  if (!f.logits.empty()) {
-    if (f.n < 1) throw Error("--logits", "the prompt's logits come from the first generation step: give -n >= 1");
-    go.prompt_logits = &prompt_logits;
-  }
+  if (!f.logits.empty()) go.prompt_logits = &prompt_logits;
   std::vector<int32_t> out = generate_greedy(*model, prompt, go);
   std::printf("%s\n", tok->decode(out).c_str());
   if (f.ids) std::printf("ids: %s\n", ids_text(out).c_str());
