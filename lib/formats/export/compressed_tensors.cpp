@@ -23,7 +23,7 @@ using json = nlohmann::json;
 
 static_assert(std::endian::native == std::endian::little, "tensors are written in host byte order");
 
-// The config group a linear belongs to: "w4g128a", "w8pcs", ... (fsq's quant type name).
+// The "weights" arguments of the config group of quant type `q` (one group per fsq quant type).
 json scheme_weights(const UniformQuant& q) {
   const bool channel = q.group_size == 0;
   return {{"num_bits", q.bits},
