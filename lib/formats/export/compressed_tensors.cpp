@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -56,44 +55,39 @@ std::vector<std::string> fused_shard_notes(const PackedCheckpoint& src) {
   return notes;
 }
 
-// Zero points [rows, groups] (fsq's unsigned values) as compressed-tensors stores them:
-// one bit stream per group down the rows, words [ceil(rows * bits / 32), groups].
-std::vector<uint32_t> pack_zero_points_by_column(const QuantizedMatrix& m) {
-  const int64_t groups = m.groups();
-  std::vector<uint8_t> by_group(m.zeros.size());
-  for (int64_t r = 0; r < m.rows; ++r)
-    for (int64_t g = 0; g < groups; ++g) by_group[g * m.rows + r] = m.zeros[r * groups + g];
-  const std::vector<uint32_t> packed = pack_rows(by_group, groups, m.rows, m.quant.bits);
-  const int64_t words = packed_words_per_row(m.quant.bits, m.rows);
+// Zero points [rows, groups] (fsq's unsigned values, .qzeros) as compressed-tensors stores
+// them: one bit stream per group down the rows, words [ceil(rows * bits / 32), groups].
+std::vector<uint32_t> pack_zero_points_by_column(const PackedLinear& l) {
+  const int64_t rows = l.rows, groups = l.quant.group_count(l.cols);
+  const auto* zeros = reinterpret_cast<const uint8_t*>(l.qzeros->data);
+  std::vector<uint8_t> by_group(static_cast<size_t>(rows * groups));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) by_group[g * rows + r] = zeros[r * groups + g];
+  const std::vector<uint32_t> packed = pack_rows(by_group, groups, rows, l.quant.bits);
+  const int64_t words = packed_words_per_row(l.quant.bits, rows);
   std::vector<uint32_t> out(packed.size());
   for (int64_t g = 0; g < groups; ++g)
     for (int64_t w = 0; w < words; ++w) out[w * groups + g] = packed[g * words + w];
   return out;
 }
 
-// One linear's exported tensors, owning their bytes.
+// What a linear's export computes; the codes (fsq's .qweight words, unchanged) and fp16
+// scales are written straight from the mapped checkpoint.
 struct CtLinear {
-  std::vector<uint32_t> qweight;
-  std::vector<std::byte> scales;
+  std::vector<float> wide_scales;     // F32 exports only: fsq's fp16 scales widened exactly
   std::vector<uint32_t> zero_points;  // empty when symmetric
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;         // [rows, cols]
 };
 
 CtLinear to_compressed_tensors(const PackedLinear& l, DType dtype) {
-  const QuantizedMatrix m = unpack_linear(l);
   CtLinear c;
-  c.qweight = pack_rows(m.codes, m.rows, m.cols, m.quant.bits);
   c.shape = {l.rows, l.cols};
-  if (dtype == DType::F16) {
-    c.scales.resize(m.scales.size() * 2);
-    std::memcpy(c.scales.data(), m.scales.data(), c.scales.size());
-  } else {
-    std::vector<float> wide(m.scales.size());
-    for (size_t i = 0; i < wide.size(); ++i) wide[i] = f16_to_f32(m.scales[i]);
-    c.scales.resize(wide.size() * 4);
-    std::memcpy(c.scales.data(), wide.data(), c.scales.size());
+  if (dtype == DType::F32) {
+    const auto* half = reinterpret_cast<const uint16_t*>(l.scales->data);
+    c.wide_scales.resize(l.scales->nbytes / sizeof(uint16_t));
+    for (size_t i = 0; i < c.wide_scales.size(); ++i) c.wide_scales[i] = f16_to_f32(half[i]);
   }
-  if (!m.quant.symmetric) c.zero_points = pack_zero_points_by_column(m);
+  if (!l.quant.symmetric) c.zero_points = pack_zero_points_by_column(l);
   return c;
 }
 
@@ -194,9 +188,11 @@ CompressedTensorsReport export_compressed_tensors(const PackedCheckpoint& src, c
   for (const PackedLinear& l : src.linears()) {
     const CtLinear& c = linears.emplace_back(to_compressed_tensors(l, options.dtype));
     const int64_t groups_per_row = l.quant.group_count(l.cols);
-    tensors.push_back({l.name + ".weight_packed", DType::I32, {l.rows, packed_words_per_row(l.quant.bits, l.cols)},
-                       bytes_of(c.qweight)});
-    tensors.push_back({l.name + ".weight_scale", options.dtype, {l.rows, groups_per_row}, c.scales});
+    tensors.push_back({l.name + ".weight_packed", DType::I32, l.qweight->shape, {l.qweight->data, l.qweight->nbytes}});
+    const std::span<const std::byte> scales = options.dtype == DType::F16
+                                                  ? std::span<const std::byte>(l.scales->data, l.scales->nbytes)
+                                                  : bytes_of(c.wide_scales);
+    tensors.push_back({l.name + ".weight_scale", options.dtype, {l.rows, groups_per_row}, scales});
     tensors.push_back({l.name + ".weight_shape", DType::I64, {2}, bytes_of(c.shape)});
     if (!c.zero_points.empty())
       tensors.push_back({l.name + ".weight_zero_point", DType::I32,
