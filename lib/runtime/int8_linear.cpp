@@ -63,6 +63,12 @@ at::Tensor Int8Linear::forward(const at::Tensor& x) const {
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 
+void Int8Linear::forward_rows(const float* x, int64_t m, float* y) const {
+  const cpu::ActQuant mode = mode_ == ActivationQuant::PerTensor ? cpu::ActQuant::PerTensor : cpu::ActQuant::PerToken;
+  check_kernel_status(cpu::int8_linear(view_, x, m, cols_, mode, static_scale_, y, rows_, isa_), describe());
+  add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
+}
+
 std::string Int8Linear::describe() const {
   std::string s = (mode_ == ActivationQuant::None ? std::string("w8a8") : w8a8_quant_name(mode_)) + " [" +
                   std::to_string(rows_) + " x " + std::to_string(cols_) + "]";

@@ -30,6 +30,8 @@ class Int8Linear final : public Linear {
              ActivationQuant mode, float static_scale, std::optional<at::Tensor> bias, std::string method);
 
   at::Tensor forward(const at::Tensor& x) const override;
+  bool supports_rows() const override { return true; }
+  void forward_rows(const float* x, int64_t m, float* y) const override;
   int64_t in_features() const override { return cols_; }
   int64_t out_features() const override { return rows_; }
   // "w8a8 [576 x 576] smoothquant, int8 matmul, per-token int8 activations"

@@ -2,12 +2,39 @@
 
 #include <ATen/ATen.h>
 
+#include "common/error.h"
+#include "runtime/cpu/dense_kernels.h"
+#include "runtime/packed_forward.h"
 #include "runtime/torch_bridge.h"
 
 namespace fsq {
 
 DenseLinear::DenseLinear(at::Tensor weight, std::optional<at::Tensor> bias)
-    : weight_(std::move(weight)), bias_(std::move(bias)) {}
+    : weight_(std::move(weight)), bias_(std::move(bias)), isa_(cpu::selected_cpu_isa()) {}
+
+void Linear::forward_rows(const float*, int64_t, float*) const {
+  throw Error(describe(), "has no raw-row path (supports_rows() is false)");
+}
+
+void add_bias_rows(const float* bias, int64_t m, int64_t rows, float* y) {
+  if (bias == nullptr) return;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t n = 0; n < rows; ++n) y[i * rows + n] += bias[n];
+}
+
+bool DenseLinear::supports_rows() const {
+  const auto f32_contiguous = [](const at::Tensor& t) {
+    return t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+  };
+  return f32_contiguous(weight_) && (!bias_ || f32_contiguous(*bias_));
+}
+
+void DenseLinear::forward_rows(const float* x, int64_t m, float* y) const {
+  const int64_t rows = out_features(), cols = in_features();
+  const cpu::DenseWeightsView view{weight_.data_ptr<float>(), rows, cols, cols};
+  check_kernel_status(cpu::dense_gemv(view, x, m, cols, y, rows, isa_), describe());
+  add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows, y);
+}
 
 at::Tensor DenseLinear::forward(const at::Tensor& x) const {
   // Weights may be kept in a narrower dtype than the activations (bf16 weights, f32 compute).

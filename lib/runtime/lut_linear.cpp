@@ -111,6 +111,11 @@ at::Tensor LutLinear::forward(const at::Tensor& x) const {
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 
+void LutLinear::forward_rows(const float* x, int64_t m, float* y) const {
+  check_kernel_status(cpu::lut_gemv(weights_view(), x, m, cols_, y, rows_, isa_), describe());
+  add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
+}
+
 std::string LutLinear::describe() const {
   std::string s = lut_quant_name(bits_) + " [" + std::to_string(rows_) + " x " + std::to_string(cols_) + "]";
   if (!method_.empty()) s += " " + method_;

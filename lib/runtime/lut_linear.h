@@ -39,6 +39,8 @@ class LutLinear final : public Linear {
             std::string method);
 
   at::Tensor forward(const at::Tensor& x) const override;
+  bool supports_rows() const override { return true; }
+  void forward_rows(const float* x, int64_t m, float* y) const override;
   int64_t in_features() const override { return cols_; }
   int64_t out_features() const override { return rows_; }
   std::string describe() const override;  // "lut4 [576 x 576] squeezellm, 1490 sparse"

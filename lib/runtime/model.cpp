@@ -8,6 +8,7 @@
 #include "formats/packed_checkpoint.h"
 #include "formats/tensor_inventory.h"
 #include "runtime/causal_attention.h"
+#include "runtime/fast_decode.h"
 #include "runtime/int8_linear.h"
 #include "runtime/intonly_model.h"
 #include "runtime/lut_linear.h"
@@ -141,8 +142,20 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
                                               opts.device.str());
     m->intonly_ = std::make_shared<const IntonlyStack>(m->layers_, c, a, *packed);
   }
+  if (with_layers) {
+    const FastDecodeModel parts{&m->cfg_, &m->embed_, &m->final_norm_, m->lm_head_.get(), &m->layers_};
+    if (!opts.fast_decode)
+      m->fast_unavailable_ = "turned off (RuntimeOptions::fast_decode)";
+    else if (opts.compute_dtype != at::kFloat)
+      m->fast_unavailable_ = "the compute dtype is not f32";
+    else
+      m->fast_unavailable_ = FastDecoder::unsupported_reason(parts);
+    if (m->fast_unavailable_.empty()) m->fast_ = std::make_unique<FastDecoder>(parts);
+  }
   return m;
 }
+
+LlamaModel::~LlamaModel() = default;
 
 DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const {
   if (index < 0 || index >= cfg_.num_layers)
@@ -270,6 +283,12 @@ at::Tensor LlamaModel::head(const at::Tensor& hidden) const {
 at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache) const {
   if (ids.dim() != 2) throw Error("forward", "token ids must be [batch, tokens]");
   const int64_t start = cache ? cache->length : 0;
+  if (fast_ && cache && !intonly_ && fast_->accepts(ids, *cache)) {
+    at::Tensor logits = at::empty({ids.size(0), 1, cfg_.vocab_size}, at::TensorOptions().dtype(at::kFloat));
+    fast_->step(ids, *cache, rope_->tables(start + 1), logits.data_ptr<float>());
+    cache->length += 1;
+    return logits;
+  }
   at::Tensor h = embed(ids);
   const RopeTables rope = rope_->tables(start + ids.size(1));
   if (intonly_) {

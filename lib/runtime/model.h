@@ -24,6 +24,7 @@ namespace fsq {
 
 class PackedCheckpoint;
 class IntonlyStack;
+class FastDecoder;
 
 struct RuntimeOptions {
   c10::ScalarType compute_dtype = c10::kFloat;     // activations and matmuls
@@ -36,6 +37,9 @@ struct RuntimeOptions {
   // integers (runtime/intonly_model.h); false runs the same w8a8static linears on the float
   // path (float norms, RoPE, attention, SiLU), e.g. to compare the two.
   bool integer_only = true;
+  // Cached single-token steps run through FastDecoder (runtime/fast_decode.h) when the
+  // model allows; false keeps every step on the ATen layers (the reference).
+  bool fast_decode = true;
 };
 
 // Keys/values for incremental decoding: per layer [batch, kv_heads, max_len, head_dim].
@@ -118,6 +122,9 @@ class LlamaModel {
   // True when forward() runs the integer-only decoder layers; the ops in integers and in
   // floating point are then IntonlyStack::integer_ops() / float_ops().
   bool integer_only() const { return intonly_ != nullptr; }
+  // "" when cached single-token steps take the fast decode path; otherwise why not.
+  const std::string& fast_decode_unavailable() const { return fast_unavailable_; }
+  ~LlamaModel();
 
  private:
   ModelConfig cfg_;
@@ -131,6 +138,8 @@ class LlamaModel {
   int64_t parameter_count_ = 0;
   const PackedCheckpoint* packed_ = nullptr;
   std::shared_ptr<const IntonlyStack> intonly_;  // set for integer-only checkpoints
+  std::unique_ptr<FastDecoder> fast_;             // null when fast_unavailable_ says why
+  std::string fast_unavailable_ = "the model was loaded without its layers";
 };
 
 }  // namespace fsq

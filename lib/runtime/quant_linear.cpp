@@ -80,6 +80,11 @@ at::Tensor QuantLinear::forward(const at::Tensor& x) const {
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 
+void QuantLinear::forward_rows(const float* x, int64_t m, float* y) const {
+  check_kernel_status(cpu::uniform_gemv(weights_view(), x, m, cols_, y, rows_, isa_), describe());
+  add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
+}
+
 std::string QuantLinear::describe() const {
   std::string s = uniform_quant_name(quant_) + " [" + std::to_string(rows_) + " x " + std::to_string(cols_) + "]";
   return method_.empty() ? s : s + " " + method_;

@@ -20,7 +20,8 @@
 // the kernel's weight GB/s (packed codes + scales + zeros per second) with its ratio to the
 // read bandwidth of the same regime. FSQ_CPU_ISA=scalar|avx2|avx512 picks the kernel variant
 // (the read kernel always uses the widest). With --benchmark_repetitions the tables use
-// the medians. Timings on a shared machine are noisy: compare ratios taken in one run.
+// the medians. A third table compares dense f32 at::linear with forward_rows
+// (cpu::dense_gemv, the decode fast path's dense linear). Timings on a shared machine are noisy: compare ratios taken in one run.
 //   bench_uniform_kernels --benchmark_filter='4096|read/'   (the LLaMA-7B shapes only)
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
@@ -137,6 +138,22 @@ void run_kernel(benchmark::State& state, const std::vector<const QuantLinear*>& 
   state.SetBytesProcessed(state.iterations() * linears.front()->weight_bytes());
 }
 
+// DenseLinear::forward_rows (cpu::dense_gemv, the decode fast path's dense linear) through
+// `linears` round robin, on raw rows.
+void run_dense_rows(benchmark::State& state, const std::vector<const DenseLinear*>& linears, int64_t m, int threads) {
+  set_threads(threads);
+  const int64_t rows = linears.front()->out_features(), cols = linears.front()->in_features();
+  const std::vector<float> x(static_cast<size_t>(m * cols), 0.5f);
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  size_t next = 0;
+  for (auto _ : state) {
+    linears[next]->forward_rows(x.data(), m, y.data());
+    benchmark::ClobberMemory();
+    next = next + 1 == linears.size() ? 0 : next + 1;
+  }
+  state.SetBytesProcessed(state.iterations() * linears.front()->weight_bytes());
+}
+
 // Copies `bytes` split over `threads` OpenMP threads.
 void run_memcpy(benchmark::State& state, int64_t bytes, int threads) {
   set_threads(threads);
@@ -229,10 +246,15 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
     if (s.dense)
       for (int threads : thread_counts)
         for (int64_t m : s.batch_rows)
-          for (bool streamed : {false, true})
+          for (bool streamed : {false, true}) {
             bench::add(key(streamed ? "stream-dense" : "dense", s, "f32", m, threads), [=](benchmark::State& st) {
               run_linears(st, pointers<Linear>(fx->dense(*sp), streamed), m, threads);
             });
+            bench::add(key(streamed ? "stream-dense-rows" : "dense-rows", s, "f32", m, threads),
+                       [=](benchmark::State& st) {
+                         run_dense_rows(st, pointers<DenseLinear>(fx->dense(*sp), streamed), m, threads);
+                       });
+          }
     for (const std::string& type : s.types) {
       for (int threads : thread_counts) {
         for (int64_t m : s.batch_rows) {
@@ -260,7 +282,32 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
     bench::add(large_copy_key(threads), [=](benchmark::State& st) { run_memcpy(st, kLargeCopyBytes, threads); });
 }
 
+// Dense f32: at::linear (BLAS) against forward_rows (cpu::dense_gemv), weight GB/s, and the
+// streamed kernel's share of the read-only kernel's GB/s.
+void print_dense(const bench::Collector& c, const std::vector<int>& thread_counts) {
+  std::printf("\ndense f32 (ISA %s): at::linear vs DenseLinear::forward_rows (cpu::dense_gemv); weight GB/s\n",
+              cpu::cpu_isa_name(cpu::selected_cpu_isa()));
+  std::printf("%-25s %2s %3s | %8s %8s %7s | %8s %8s %7s %7s %5s\n", "shape (K x N)", "m", "thr", "linear",
+              "rows", "speedup", "s-linear", "s-rows", "speedup", "read", "%");
+  for (const Shape& s : kShapes)
+    for (int threads : thread_counts)
+      for (int64_t m : s.batch_rows) {
+        const double hot = c.get(key("dense", s, "f32", m, threads)), rows = c.get(key("dense-rows", s, "f32", m, threads));
+        const double s_hot = c.get(key("stream-dense", s, "f32", m, threads));
+        const double s_rows = c.get(key("stream-dense-rows", s, "f32", m, threads));
+        const double read = c.get(read_key(kStreamBytes, threads));
+        if (hot == 0 || rows == 0 || s_hot == 0 || s_rows == 0 || read == 0) continue;
+        const double mb = static_cast<double>(s.in * s.out * 4) * 1e-3;
+        const double read_gbps = static_cast<double>(kStreamBytes) * 1e-3 / read;
+        std::printf("%-25s %2ld %3d | %8.1f %8.1f %7.2f | %8.1f %8.1f %7.2f %7.1f %5.0f\n",
+                    (std::string(s.what) + " " + shape_name(s)).c_str(), static_cast<long>(m), threads, mb / hot,
+                    mb / rows, hot / rows, mb / s_hot, mb / s_rows, s_hot / s_rows, read_gbps,
+                    100 * (mb / s_rows) / read_gbps);
+      }
+}
+
 void print_ratios(const bench::Collector& c, Fixtures& f, const std::vector<int>& thread_counts) {
+  print_dense(c, thread_counts);
   const cpu::CpuIsa isa = cpu::selected_cpu_isa();
   std::printf("\nkernel ISA %s; speedup = dense f32 time / QuantLinear time; GB/s = packed weight bytes per second\n",
               cpu::cpu_isa_name(isa));

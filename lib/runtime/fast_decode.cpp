@@ -1,0 +1,178 @@
+#include "runtime/fast_decode.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/error.h"
+#include "formats/model_config.h"
+#include "runtime/linear.h"
+#include "runtime/model.h"
+#include "runtime/rope.h"
+
+namespace fsq {
+namespace {
+
+// Attention of one step costs heads * keys * head_dim * 2 multiply-adds per sequence;
+// below this, the threads' wake-up costs more than the split saves.
+constexpr int64_t kParallelAttentionWork = int64_t{1} << 15;
+
+bool f32_cpu_contiguous(const at::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+}
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], the mean taken in double.
+void rms_norm_row(const float* x, const float* weight, int64_t n, double eps, float* out) {
+  double squares = 0.0;
+  for (int64_t i = 0; i < n; ++i) squares += static_cast<double>(x[i]) * x[i];
+  const auto inv = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = weight[i] * (x[i] * inv);
+}
+
+// HF's rotate_half rotation of one head vector in place: pairs (j, j + D/2).
+void rope_head(float* x, const float* cos, const float* sin, int64_t D) {
+  const int64_t half = D / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    const float a = x[j], b = x[j + half];
+    x[j] = a * cos[j] - b * sin[j];
+    x[j + half] = b * cos[j + half] + a * sin[j + half];
+  }
+}
+
+// One query head over keys/values [S, D] (rows of the cache): out = softmax(q.K^T * scale) V.
+void attend_head(const float* q, const float* keys, const float* values, int64_t S, int64_t D, float scale,
+                 float* scores, float* out) {
+  float top = -INFINITY;
+  for (int64_t s = 0; s < S; ++s) {
+    const float* k = keys + s * D;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < D; ++j) dot += q[j] * k[j];
+    scores[s] = dot * scale;
+    top = std::max(top, scores[s]);
+  }
+  float total = 0.0f;
+  for (int64_t s = 0; s < S; ++s) total += (scores[s] = std::exp(scores[s] - top));
+  std::fill(out, out + D, 0.0f);
+  for (int64_t s = 0; s < S; ++s) {
+    const float p = scores[s] / total;
+    const float* v = values + s * D;
+#pragma omp simd
+    for (int64_t j = 0; j < D; ++j) out[j] += p * v[j];
+  }
+}
+
+// The activations of one step, [batch, width] each, reused by every layer.
+struct Buffers {
+  std::vector<float> h, x, q, k, v, attn, proj, gate, up, scores;
+  Buffers(const ModelConfig& c, int64_t B, int64_t keys) {
+    const int64_t H = c.hidden_size, I = c.intermediate_size, D = c.head_dim;
+    for (auto* b : {&h, &x, &proj}) b->resize(static_cast<size_t>(B * H));
+    q.resize(static_cast<size_t>(B * c.num_heads * D));
+    attn.resize(q.size());
+    k.resize(static_cast<size_t>(B * c.num_kv_heads * D));
+    v.resize(k.size());
+    gate.resize(static_cast<size_t>(B * I));
+    up.resize(gate.size());
+    scores.resize(static_cast<size_t>(B * c.num_heads * keys));
+  }
+};
+
+void attention_step(const DecoderLayer& L, const ModelConfig& c, KVCache& cache, int64_t index,
+                    const RopeTables& rope, int64_t B, Buffers& buf) {
+  const int64_t H = c.hidden_size, D = c.head_dim, heads = c.num_heads, kv_heads = c.num_kv_heads;
+  const int64_t pos = cache.length, S = pos + 1, cap = cache.capacity, rep = heads / kv_heads;
+  for (int64_t b = 0; b < B; ++b) rms_norm_row(&buf.h[b * H], L.input_norm.data_ptr<float>(), H, c.rms_norm_eps, &buf.x[b * H]);
+  L.q->forward_rows(buf.x.data(), B, buf.q.data());
+  L.k->forward_rows(buf.x.data(), B, buf.k.data());
+  L.v->forward_rows(buf.x.data(), B, buf.v.data());
+  const float* cos = rope.cos.data_ptr<float>() + pos * D;
+  const float* sin = rope.sin.data_ptr<float>() + pos * D;
+  float* k_cache = cache.k[index].data_ptr<float>();  // [B, kv_heads, cap, D]
+  float* v_cache = cache.v[index].data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < heads; ++h) rope_head(&buf.q[(b * heads + h) * D], cos, sin, D);
+    for (int64_t h = 0; h < kv_heads; ++h) {
+      float* k = &buf.k[(b * kv_heads + h) * D];
+      rope_head(k, cos, sin, D);
+      const int64_t slot = ((b * kv_heads + h) * cap + pos) * D;
+      std::memcpy(k_cache + slot, k, static_cast<size_t>(D) * sizeof(float));
+      std::memcpy(v_cache + slot, &buf.v[(b * kv_heads + h) * D], static_cast<size_t>(D) * sizeof(float));
+    }
+  }
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const int64_t tasks = B * heads;
+#pragma omp parallel for schedule(static) if (tasks * S * D >= kParallelAttentionWork)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t b = t / heads, h = t % heads, kv = (b * kv_heads + h / rep) * cap * D;
+    attend_head(&buf.q[t * D], k_cache + kv, v_cache + kv, S, D, scale, &buf.scores[t * S], &buf.attn[t * D]);
+  }
+  L.o->forward_rows(buf.attn.data(), B, buf.proj.data());
+  for (int64_t i = 0; i < B * H; ++i) buf.h[i] += buf.proj[i];
+}
+
+void mlp_step(const DecoderLayer& L, const ModelConfig& c, int64_t B, Buffers& buf) {
+  const int64_t H = c.hidden_size;
+  for (int64_t b = 0; b < B; ++b)
+    rms_norm_row(&buf.h[b * H], L.post_attn_norm.data_ptr<float>(), H, c.rms_norm_eps, &buf.x[b * H]);
+  L.gate->forward_rows(buf.x.data(), B, buf.gate.data());
+  L.up->forward_rows(buf.x.data(), B, buf.up.data());
+  for (size_t i = 0; i < buf.gate.size(); ++i) {
+    const float g = buf.gate[i];
+    buf.gate[i] = g / (1.0f + std::exp(-g)) * buf.up[i];
+  }
+  L.down->forward_rows(buf.gate.data(), B, buf.proj.data());
+  for (int64_t i = 0; i < B * H; ++i) buf.h[i] += buf.proj[i];
+}
+
+}  // namespace
+
+std::string FastDecoder::unsupported_reason(const FastDecodeModel& m) {
+  if (!f32_cpu_contiguous(*m.embedding)) return "the embedding is not f32 on the CPU";
+  if (!f32_cpu_contiguous(*m.final_norm)) return "the final norm is not f32 on the CPU";
+  if (!m.lm_head->supports_rows()) return "lm_head (" + m.lm_head->describe() + ") has no raw-row path";
+  if (m.config->head_dim % 2 != 0) return "odd head_dim";
+  for (const DecoderLayer& L : *m.layers) {
+    if (!f32_cpu_contiguous(L.input_norm) || !f32_cpu_contiguous(L.post_attn_norm)) return "a norm is not f32 on the CPU";
+    for (const Linear* lin : {L.q.get(), L.k.get(), L.v.get(), L.o.get(), L.gate.get(), L.up.get(), L.down.get()})
+      if (!lin->supports_rows()) return lin->describe() + " has no raw-row path";
+  }
+  return "";
+}
+
+bool FastDecoder::accepts(const at::Tensor& ids, const KVCache& cache) const {
+  if (ids.dim() != 2 || ids.size(1) != 1 || ids.size(0) < 1 || ids.size(0) > kMaxBatch) return false;
+  if (ids.scalar_type() != at::kLong || !ids.device().is_cpu()) return false;
+  if (cache.length + 1 > cache.capacity || cache.k.size() != m_.layers->size()) return false;
+  for (size_t i = 0; i < cache.k.size(); ++i)
+    if (!f32_cpu_contiguous(cache.k[i]) || !f32_cpu_contiguous(cache.v[i]) || cache.k[i].size(0) != ids.size(0))
+      return false;
+  return true;
+}
+
+void FastDecoder::step(const at::Tensor& ids, KVCache& cache, const RopeTables& rope, float* logits) const {
+  const ModelConfig& c = *m_.config;
+  const int64_t B = ids.size(0), H = c.hidden_size, vocab = c.vocab_size;
+  Buffers buf(c, B, cache.length + 1);
+  const at::Tensor ids_cpu = ids.contiguous();
+  const int64_t* id = ids_cpu.data_ptr<int64_t>();
+  const float* table = m_.embedding->data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    if (id[b] < 0 || id[b] >= vocab)
+      throw Error("forward", "token id " + std::to_string(id[b]) + " is outside the vocabulary of " +
+                                 std::to_string(vocab));
+    std::memcpy(&buf.h[b * H], table + id[b] * H, static_cast<size_t>(H) * sizeof(float));
+  }
+  for (size_t i = 0; i < m_.layers->size(); ++i) {
+    const DecoderLayer& L = (*m_.layers)[i];
+    attention_step(L, c, cache, static_cast<int64_t>(i), rope, B, buf);
+    mlp_step(L, c, B, buf);
+  }
+  for (int64_t b = 0; b < B; ++b)
+    rms_norm_row(&buf.h[b * H], m_.final_norm->data_ptr<float>(), H, c.rms_norm_eps, &buf.x[b * H]);
+  m_.lm_head->forward_rows(buf.x.data(), B, logits);
+}
+
+}  // namespace fsq

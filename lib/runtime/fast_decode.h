@@ -1,0 +1,54 @@
+// Decode without per-op framework dispatch: one token for each of up to 8 sequences runs
+// through every decoder layer on raw f32 buffers (embedding row, RMSNorm, the linears'
+// forward_rows, RoPE, KV-cache append, attention over the cached keys, SwiGLU, head).
+// About 30 ATen operations per layer cost more than the arithmetic of a small model's
+// layer at batch 1 (issue 22); here only the linears and attention use threads (OpenMP).
+// LlamaModel::forward takes this path for cached single-token steps when it can, and the
+// ATen layers stay the reference (tests/runtime/fast_decode_test.cpp compares the two).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fsq {
+
+struct DecoderLayer;
+struct KVCache;
+struct ModelConfig;
+struct RopeTables;
+class Linear;
+
+// The parts of a loaded LlamaModel the fast path reads (owned by the model).
+struct FastDecodeModel {
+  const ModelConfig* config = nullptr;
+  const at::Tensor* embedding = nullptr;   // [vocab, hidden]
+  const at::Tensor* final_norm = nullptr;  // [hidden]
+  const Linear* lm_head = nullptr;
+  const std::vector<DecoderLayer>* layers = nullptr;
+};
+
+class FastDecoder {
+ public:
+  static constexpr int64_t kMaxBatch = 8;  // cpu::kMaxGemvRows
+
+  // Why this model cannot take the fast path ("" when it can): compute dtype other than
+  // f32, a weight not contiguous f32 on the CPU, a linear without forward_rows.
+  static std::string unsupported_reason(const FastDecodeModel& model);
+  explicit FastDecoder(const FastDecodeModel& model) : m_(model) {}
+
+  // True when this step fits the path: ids int64 [B, 1] with B <= kMaxBatch, and a cache
+  // of B contiguous f32 sequences with room for one more position.
+  bool accepts(const at::Tensor& ids, const KVCache& cache) const;
+  // Runs one step at position cache.length (not advanced here): writes the new keys and
+  // values into the cache and fp32 logits [B, vocab] into `logits`. `rope` must cover
+  // cache.length + 1 positions.
+  void step(const at::Tensor& ids, KVCache& cache, const RopeTables& rope, float* logits) const;
+
+ private:
+  FastDecodeModel m_;
+};
+
+}  // namespace fsq

@@ -1,0 +1,110 @@
+// The decode fast path (runtime/fast_decode.h) against the ATen layers it bypasses: the same
+// tiny dense model loaded twice, prefilled on the ATen path, then decoded step by step with
+// the KV cache; every step's logits agree within kFastDecodeTolerance.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "formats/checkpoint.h"
+#include "runtime/model.h"
+#include "temp_dir.h"
+#include "tiny_model.h"
+
+namespace fsq {
+namespace {
+
+constexpr double kFastDecodeTolerance = 1e-4;  // issue 22: max abs logit difference in f32
+constexpr int64_t kPrompt = 5, kSteps = 40;
+
+struct Loaded {
+  Checkpoint ckpt;
+  std::unique_ptr<LlamaModel> fast, reference;
+};
+
+Loaded load_both(const std::filesystem::path& dir) {
+  Loaded l{Checkpoint::open(dir), nullptr, nullptr};
+  RuntimeOptions off;
+  off.fast_decode = false;
+  l.fast = LlamaModel::load(l.ckpt, RuntimeOptions{});
+  l.reference = LlamaModel::load(l.ckpt, off);
+  return l;
+}
+
+// Prefills kPrompt random tokens per sequence, then feeds the reference's greedy tokens for
+// kSteps steps to both models; returns the largest logit difference over the steps.
+double max_decode_difference(const LlamaModel& fast, const LlamaModel& reference, int64_t batch, int64_t vocab) {
+  at::manual_seed(3);
+  const at::Tensor prompt = at::randint(0, vocab, {batch, kPrompt}, at::kLong);
+  KVCache fast_cache = fast.new_cache(batch, kPrompt + kSteps);
+  KVCache ref_cache = reference.new_cache(batch, kPrompt + kSteps);
+  at::Tensor ref_logits = reference.forward(prompt, &ref_cache);
+  fast.forward(prompt, &fast_cache);
+  double worst = 0.0;
+  for (int64_t t = 0; t < kSteps; ++t) {
+    const at::Tensor next = ref_logits.select(1, -1).argmax(-1).unsqueeze(1);
+    ref_logits = reference.forward(next, &ref_cache);
+    const at::Tensor got = fast.forward(next, &fast_cache);
+    EXPECT_EQ(got.sizes(), ref_logits.sizes());
+    EXPECT_TRUE(at::isfinite(got).all().item<bool>());
+    worst = std::max(worst, (got - ref_logits).abs().max().item<double>());
+  }
+  EXPECT_EQ(fast_cache.length, ref_cache.length);
+  // The caches hold the same keys and values (the fast path wrote its own).
+  for (size_t i = 0; i < fast_cache.k.size(); ++i)
+    worst = std::max(worst, (fast_cache.k[i] - ref_cache.k[i]).abs().max().item<double>());
+  return worst;
+}
+
+struct Case {
+  const char* name;
+  testing::TinyModelSpec spec;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class FastDecodeTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FastDecodeTest, StepsMatchTheAtenLayersOverAGeneration) {
+  const Case& c = GetParam();
+  auto dir = testing::make_temp_dir(std::string("fsq-fast-") + c.name);
+  testing::write_tiny_model(dir, c.spec);
+  Loaded m = load_both(dir);
+  EXPECT_EQ(m.fast->fast_decode_unavailable(), "");
+  EXPECT_NE(m.reference->fast_decode_unavailable(), "");
+  for (int64_t batch : {1, 3, 8, 9})  // 9: more than the fast path takes, so the ATen layers run
+    EXPECT_LE(max_decode_difference(*m.fast, *m.reference, batch, c.spec.vocab), kFastDecodeTolerance)
+        << "batch " << batch;
+  std::filesystem::remove_all(dir);
+}
+
+testing::TinyModelSpec spec_with(int64_t heads, int64_t kv_heads, bool tied, const char* arch = "LlamaForCausalLM") {
+  testing::TinyModelSpec s;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.tied = tied;
+  s.architecture = arch;
+  s.hidden = 64;
+  s.intermediate = 80;
+  s.layers = 3;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FastDecodeTest,
+                         ::testing::Values(Case{"gqa", spec_with(4, 2, false)}, Case{"mha_tied", spec_with(4, 4, true)},
+                                           Case{"mqa", spec_with(4, 1, false)},
+                                           Case{"qwen2_bias", spec_with(4, 2, true, "Qwen2ForCausalLM")}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(FastDecode, NarrowWeightsOrComputeKeepTheAtenLayersAndSayWhy) {
+  auto dir = testing::make_temp_dir("fsq-fast-narrow");
+  testing::write_tiny_model(dir, spec_with(4, 2, false));
+  Checkpoint ckpt = Checkpoint::open(dir);
+  RuntimeOptions bf16_weights;
+  bf16_weights.weight_dtype = at::kBFloat16;
+  EXPECT_NE(LlamaModel::load(ckpt, bf16_weights)->fast_decode_unavailable().find("not f32"), std::string::npos);
+  RuntimeOptions bf16_compute;
+  bf16_compute.compute_dtype = at::kBFloat16;
+  EXPECT_NE(LlamaModel::load(ckpt, bf16_compute)->fast_decode_unavailable().find("compute dtype"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fsq
