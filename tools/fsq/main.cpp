@@ -26,7 +26,7 @@ int fail(int code, std::string msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  fsq::cli::ensure_passive_waits(argv);  // may re-execute fsq: before anything else
+  fsq::cli::ensure_short_waits(argv);  // may re-execute fsq: before anything else
   fsq::cli::install_interrupt_handling();  // first: Ctrl-C during the load is handled too
   fsq::cli::record_invocation(argc, argv);
   CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert, plan)", "fsq"};

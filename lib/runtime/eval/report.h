@@ -69,7 +69,7 @@ struct EvalReport {
   std::string dtype;
   std::string device;
   int threads = 0;
-  // How idle worker threads wait ("OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4"): speed
+  // How idle worker threads wait ("OMP_WAIT_POLICY unset GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=4"): speed
   // depends on it (tools/fsq/wait_policy.h). "" when not recorded.
   std::string thread_waits;
   std::optional<std::string> tokenizer_sha256;

@@ -85,13 +85,14 @@ TEST(CliEval, SpeedOnlyReportsAllMeasurements) {
   std::filesystem::remove_all(dir);
 }
 
-// fsq re-executes itself with sleeping idle workers (tools/fsq/wait_policy.h) unless the user
-// chose: the report states what the run used.
+// fsq re-executes itself with briefly spinning, then sleeping, idle workers
+// (tools/fsq/wait_policy.h) unless the user chose: the report states what the run used.
 TEST(CliEval, IdleWorkersSleepUnlessTheUserChoseOtherwise) {
   FSQ_REQUIRE_STORIES260K();
   const std::filesystem::path dir = make_temp_dir("fsq-cli-waits");
   auto waits = [&](const char* omp) {
     unsetenv("OPENBLAS_THREAD_TIMEOUT");
+    unsetenv("GOMP_SPINCOUNT");
     unsetenv("FSQ_WAIT_POLICY_APPLIED");
     if (omp) setenv("OMP_WAIT_POLICY", omp, 1); else unsetenv("OMP_WAIT_POLICY");
     RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
@@ -101,8 +102,9 @@ TEST(CliEval, IdleWorkersSleepUnlessTheUserChoseOtherwise) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return read_json(dir / "r.json").value("thread_waits", std::string("missing"));
   };
-  EXPECT_EQ(waits(nullptr), "OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4");
-  EXPECT_EQ(waits("ACTIVE"), "OMP_WAIT_POLICY=ACTIVE OPENBLAS_THREAD_TIMEOUT=4");
+  EXPECT_EQ(waits(nullptr), "OMP_WAIT_POLICY unset GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=4");
+  // The user's policy stands: GOMP_SPINCOUNT would override it.
+  EXPECT_EQ(waits("ACTIVE"), "OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT unset OPENBLAS_THREAD_TIMEOUT=4");
   std::filesystem::remove_all(dir);
 }
 
