@@ -59,6 +59,8 @@ void check_manifest(const json& m, const std::string& where) {
   string_member(m, "source_sha256", where, "");
   member(m, "calibration", where, "");
   if (!member(m, "linears", where, "").is_object()) throw Error(where, "\"linears\" must be an object");
+  if (m.contains(kPackedHeadKey) && !m[kPackedHeadKey].is_object())
+    throw Error(where, std::string("\"") + kPackedHeadKey + "\" must be an object");
   const json& hashes = member(m, "tensor_sha256", where, "");
   if (!hashes.is_object()) throw Error(where, "\"tensor_sha256\" must be an object");
   for (const auto& [name, h] : hashes.items())
@@ -320,12 +322,25 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
   c.weights_ = SafetensorsFile::open(dir / kPackedWeightsFile);
 
   std::set<std::string> quantized_tensors;
-  for (const auto& [name, entry] : c.manifest_["linears"].items()) {
-    c.linears_.push_back(read_linear(name, entry, *c.weights_, manifest_where));
+  const auto reserve = [&](const std::string& name) {
     for (const char* suffix : {kQWeightSuffix, kScalesSuffix, kQZerosSuffix, kLutSuffix, kSparseRowPtrSuffix,
                                kSparseColSuffix, kSparseValSuffix, kInputScaleSuffix})
-      quantized_tensors.insert(name + suffix);
+      if (!quantized_tensors.insert(name + suffix).second)
+        throw Error(manifest_where, quote_name(name) + " is listed twice");
+  };
+  for (const auto& [name, entry] : c.manifest_["linears"].items()) {
+    c.linears_.push_back(read_linear(name, entry, *c.weights_, manifest_where));
+    reserve(name);
   }
+  if (c.manifest_.contains(kPackedHeadKey))
+    for (const auto& [name, entry] : c.manifest_[kPackedHeadKey].items()) {
+      PackedLinear m = read_linear(name, entry, *c.weights_, manifest_where);
+      if (m.is_lut() || m.is_w8a8())
+        throw Error(manifest_where, std::string(kPackedHeadKey) + " entry " + quote_name(name) + " has type " +
+                                        quote_name(m.quant_type) + "; the embedding and head take uniform types only");
+      reserve(name);
+      c.head_.push_back(std::move(m));
+    }
   check_tensor_hashes(*c.weights_, c.manifest_["tensor_sha256"], manifest_where, opts.verify_sha256);
   const std::string qweight_suffix = kQWeightSuffix;
   for (const TensorView& t : c.weights_->tensors()) {
@@ -344,10 +359,13 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
 
 std::set<std::string> PackedCheckpoint::linear_tensor_names() const {
   std::set<std::string> names;
-  for (const PackedLinear& l : linears_)
+  const auto add = [&](const PackedLinear& l) {
     for (const TensorView* t : {l.qweight, l.scales, l.qzeros, l.bias, l.lut, l.sparse_row_ptr, l.sparse_col,
                                 l.sparse_val, l.input_scale})
       if (t != nullptr) names.insert(t->name);
+  };
+  for (const PackedLinear& l : linears_) add(l);
+  for (const PackedLinear& l : head_) add(l);
   for (const TensorView* t : intonly_) names.insert(t->name);
   return names;
 }
@@ -355,6 +373,12 @@ std::set<std::string> PackedCheckpoint::linear_tensor_names() const {
 const TensorView* PackedCheckpoint::intonly_ranges(const std::string& name) const {
   for (const TensorView* t : intonly_)
     if (t->name == name) return t;
+  return nullptr;
+}
+
+const PackedLinear* PackedCheckpoint::find_head_matrix(const std::string& name) const {
+  for (const PackedLinear& m : head_)
+    if (m.name == name) return &m;
   return nullptr;
 }
 

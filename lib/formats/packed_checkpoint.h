@@ -25,6 +25,8 @@ inline constexpr int kPackedFormatVersion = 1;
 inline constexpr const char* kPackedManifestFile = "fsq.json";
 inline constexpr const char* kPackedConfigFile = "config.json";
 inline constexpr const char* kPackedWeightsFile = "model.safetensors";
+// fsq.json's object of quantized embedding/head matrices (same entries as "linears").
+inline constexpr const char* kPackedHeadKey = "embedding_and_head";
 // Suffixes appended to a quantized linear's base name ("model.layers.0.self_attn.q_proj").
 inline constexpr const char* kQWeightSuffix = ".qweight";  // I32 [rows, words per row]
 inline constexpr const char* kScalesSuffix = ".scales";    // F16 [rows, groups]
@@ -74,6 +76,10 @@ struct PackedCheckpointToWrite {
   nlohmann::json source_config;      // the source config.json (an object)
   std::vector<TensorToWrite> dense;  // embeddings, norms, biases, lm_head, ...
   std::vector<QuantizedLinearToWrite> linears;
+  // The token embedding and the output head when quantized (fsq quantize --head-bits),
+  // uniform types only, named like linears ("model.embed_tokens", "lm_head"); fsq.json
+  // lists them under kPackedHeadKey, apart from the decoder's linears.
+  std::vector<QuantizedLinearToWrite> head;
   nlohmann::json calibration;           // provenance, opaque; null when none
   nlohmann::json run_options;           // every byte-changing option of the run, opaque; null: omitted
   nlohmann::json producer;              // {"name", "version", "commit"} of the writer; null: omitted
@@ -135,8 +141,12 @@ class PackedCheckpoint {
   const nlohmann::json& manifest() const { return manifest_; }           // fsq.json
   const std::vector<PackedLinear>& linears() const { return linears_; }  // sorted by name
   const PackedLinear* find_linear(const std::string& name) const;        // nullptr if absent
-  // Names of the tensors the quantized linears own (qweight, scales, qzeros, bias), and the
-  // integer-only ranges.
+  // The quantized token embedding / output head (uniform types), sorted by name; empty when
+  // they are stored dense.
+  const std::vector<PackedLinear>& head_matrices() const { return head_; }
+  const PackedLinear* find_head_matrix(const std::string& name) const;  // nullptr if absent
+  // Names of the tensors the quantized linears and head matrices own (qweight, scales,
+  // qzeros, bias), and the integer-only ranges.
   std::set<std::string> linear_tensor_names() const;
   // The validated kIntonlyRangesSuffix tensor named `name` (F32 [kIntonlyRangeCount]), or
   // nullptr when the checkpoint has none of that name.
@@ -152,6 +162,7 @@ class PackedCheckpoint {
   nlohmann::json manifest_;
   std::shared_ptr<const SafetensorsFile> weights_;
   std::vector<PackedLinear> linears_;
+  std::vector<PackedLinear> head_;
   std::vector<const TensorView*> dense_;
   std::vector<const TensorView*> intonly_;  // kIntonlyRangesSuffix tensors, sorted by name
 };

@@ -51,7 +51,14 @@ void check_input(const PackedCheckpointToWrite& c, const std::string& where) {
   if (c.source_config.contains("quantization_config"))
     throw Error(where, "source config.json already has a quantization_config (an already quantized model)");
   std::set<std::string> reserved;  // names the quantized linears own
-  for (const QuantizedLinearToWrite& l : c.linears) {
+  for (const QuantizedLinearToWrite& l : c.head)
+    if (l.lut || l.act_quant != ActivationQuant::None)
+      throw Error(where, "head matrix " + quote_name(l.name) + ": the embedding and head take uniform types only");
+  std::vector<const QuantizedLinearToWrite*> all;
+  for (const QuantizedLinearToWrite& l : c.linears) all.push_back(&l);
+  for (const QuantizedLinearToWrite& l : c.head) all.push_back(&l);
+  for (const QuantizedLinearToWrite* lp : all) {
+    const QuantizedLinearToWrite& l = *lp;
     const std::string what = "linear " + quote_name(l.name);
     if (l.name.empty()) throw Error(where, "a quantized linear has an empty name");
     if (!reserved.insert(l.name + kQWeightSuffix).second) throw Error(where, what + " is given twice");
@@ -88,7 +95,11 @@ void add_lut_tensors(const std::string& name, const LutMatrix& m, TensorSet& set
 TensorSet build_tensors(const PackedCheckpointToWrite& c) {
   TensorSet set;
   set.tensors = c.dense;
-  for (const QuantizedLinearToWrite& l : c.linears) {
+  std::vector<const QuantizedLinearToWrite*> all;
+  for (const QuantizedLinearToWrite& l : c.linears) all.push_back(&l);
+  for (const QuantizedLinearToWrite& l : c.head) all.push_back(&l);
+  for (const QuantizedLinearToWrite* lp : all) {
+    const QuantizedLinearToWrite& l = *lp;
     if (l.lut) {
       add_lut_tensors(l.name, *l.lut, set);
       continue;
@@ -108,13 +119,18 @@ TensorSet build_tensors(const PackedCheckpointToWrite& c) {
   return set;
 }
 
-json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorToWrite>& tensors) {
-  json linears = json::object();
-  for (const QuantizedLinearToWrite& l : c.linears)
-    linears[l.name] = {{"quant_type", l.quant_type()},
+json manifest_entries(const std::vector<QuantizedLinearToWrite>& list) {
+  json entries = json::object();
+  for (const QuantizedLinearToWrite& l : list)
+    entries[l.name] = {{"quant_type", l.quant_type()},
                        {"shape", {l.lut ? l.lut->rows : l.matrix.rows, l.lut ? l.lut->cols : l.matrix.cols}},
                        {"method", l.method},
                        {"options", l.options}};
+  return entries;
+}
+
+json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorToWrite>& tensors) {
+  json linears = manifest_entries(c.linears);
   json hashes = json::object();
   for (const TensorToWrite& t : tensors) hashes[t.name] = sha256_hex(t.data);
   json manifest = {{"format_version", kPackedFormatVersion},
@@ -124,6 +140,7 @@ json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorTo
                    {"tensor_sha256", std::move(hashes)}};
   // Optional provenance (FORMAT.md): absent rather than null, as version-1 writers before it.
   if (!c.run_options.is_null()) manifest["run_options"] = c.run_options;
+  if (!c.head.empty()) manifest[kPackedHeadKey] = manifest_entries(c.head);
   if (!c.producer.is_null()) manifest["producer"] = c.producer;
   return manifest;
 }
@@ -131,6 +148,7 @@ json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorTo
 json build_config(const PackedCheckpointToWrite& c) {
   std::set<std::string> types;
   for (const QuantizedLinearToWrite& l : c.linears) types.insert(l.quant_type());
+  for (const QuantizedLinearToWrite& l : c.head) types.insert(l.quant_type());
   json config = c.source_config;
   config["quantization_config"] = {{"quant_method", "fsq"},
                                    {"format_version", kPackedFormatVersion},

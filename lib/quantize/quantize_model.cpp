@@ -21,6 +21,7 @@
 #include "formats/quant/quant_types.h"
 #include "formats/tokenizer.h"
 #include "quantize/fake_quant.h"
+#include "quantize/head_quant.h"
 #include "quantize/intonly_ranges.h"
 #include "quantize/layer_inputs.h"
 #include "quantize/layer_values.h"
@@ -183,6 +184,7 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"search_tokens", cfg.search_tokens}});
   }
   if (!cfg.layer_bits.empty()) options["bits_per_layer"] = cfg.layer_bits;
+  options["head_bits"] = cfg.head_bits;
   return options;
 }
 
@@ -317,6 +319,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   QuantizeSummary summary;
   summary.dry_run = cfg.dry_run;
   summary.shape = {cfg.method, calibrate_here, quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
+  summary.shape.head_bits = cfg.head_bits;
   if (int8_activations) summary.shape.act_quant = cfg.pass_options.act_quant;
   std::optional<CalibrationFile> fisher;
   if (use_fisher && cfg.calib_file) fisher = open_fisher_calibration(*cfg.calib_file, ckpt);
@@ -531,9 +534,15 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       packed.linears.push_back({base, QuantizedMatrix{}, cfg.method, options, std::move(matrix)});
     }
   }
-  for (const TensorView* v : ckpt.tensors())
-    if (!linear_names.count(v->name) && !from_layers.count(v->name))
+  const std::optional<UniformQuant> head_quant = head_quant_for_bits(cfg.head_bits);
+  const std::set<std::string> head = head_quant ? head_weight_names(arch, ckpt) : std::set<std::string>{};
+  for (const TensorView* v : ckpt.tensors()) {
+    if (linear_names.count(v->name) || from_layers.count(v->name)) continue;
+    if (head.count(v->name))
+      packed.head.push_back(quantize_head_matrix(*v, *head_quant));
+    else
       packed.dense.push_back({v->name, v->dtype, v->shape, {v->data, v->nbytes}});
+  }
   write_packed_checkpoint(packed, cfg.out);
   store.remove();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -24,6 +24,9 @@ struct QuantizeConfig {
   std::filesystem::path out;    // packed checkpoint folder to create
   std::string method = "awq";
   UniformQuant quant{4, 128, false};
+  // The embedding and head (quantize/head_quant.h): 8 or 4 bits, or 16 to keep them as in the
+  // source.
+  int head_bits = 8;
   std::optional<std::filesystem::path> calib_data;  // required by calibrated methods
   // SqueezeLLM (--method squeezellm): the calibration file holding Fisher diagonals (fsq
   // calibrate --fisher); without one, run_quantize runs the Fisher pass itself on calib_data.

@@ -8,6 +8,7 @@
 #include "formats/checkpoint.h"
 #include "formats/quant/lut_quant.h"
 #include "formats/quant/quant_types.h"
+#include "quantize/head_quant.h"
 #include "runtime/rope_size.h"
 
 namespace fsq {
@@ -46,11 +47,18 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   QuantizePlan p;
   p.layers = c.num_layers;
   const std::set<std::string> quantized = linear_weight_names(arch, c.num_layers);
+  const std::optional<UniformQuant> head_quant = head_quant_for_bits(s.head_bits);
+  const std::set<std::string> head = head_quant ? head_weight_names(arch, ckpt) : std::set<std::string>{};
   int64_t dense_bytes = 0;
-  double packed_bits = 0;
+  double packed_bits = 0, head_bits = 0;
   for (const TensorView* v : ckpt.tensors()) {
     p.source_bytes += static_cast<int64_t>(v->nbytes);
-    if (quantized.count(v->name) && v->shape.size() == 2) {
+    if (head.count(v->name) && v->shape.size() == 2) {
+      const UniformQuant q = quant_for_columns(*head_quant, v->shape[1]);
+      p.head_type = uniform_quant_name(q);
+      p.head_parameters += v->numel();
+      head_bits += static_cast<double>(v->numel()) * bits_per_weight(q, v->shape[1]);
+    } else if (quantized.count(v->name) && v->shape.size() == 2) {
       p.quantized_parameters += v->numel();
       p.linears += 1;
       const int64_t rows = v->shape[0], cols = v->shape[1];
@@ -65,7 +73,8 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
     }
   }
   p.bits_per_weight = p.quantized_parameters ? packed_bits / static_cast<double>(p.quantized_parameters) : 0;
-  p.output_bytes = static_cast<int64_t>(std::ceil(packed_bits / 8.0)) + dense_bytes;
+  p.head_bytes = static_cast<int64_t>(std::ceil(head_bits / 8.0));
+  p.output_bytes = static_cast<int64_t>(std::ceil(packed_bits / 8.0)) + p.head_bytes + dense_bytes;
   const int64_t h = c.hidden_size, inter = c.intermediate_size, hq = c.num_heads * c.head_dim;
   const int64_t layer_params = p.quantized_parameters / std::max<int64_t>(1, c.num_layers) + 2 * h;
 
@@ -75,8 +84,12 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   p.checkpoint = p.source_bytes + s.fisher_file_bytes;
   p.shell = c.vocab_size * h * kF32;  // the model shell's embedding (loaded by every method)
   p.layer = 2 * layer_params * kF32;  // the fp layer and the pass's rewritten copy
-  // Codes (one byte per weight) of every layer are held while the checkpoint is written.
-  p.assembled = p.quantized_parameters + p.output_bytes;
+  // Codes (one byte per weight) of every layer are held while the checkpoint is written;
+  // quantizing the embedding/head adds their codes and an f32 copy of the one being rounded.
+  p.assembled = p.quantized_parameters + p.head_parameters + p.output_bytes;
+  int64_t largest_head = 0;
+  for (const std::string& name : head) largest_head = std::max(largest_head, ckpt.get(name).numel());
+  p.assembled += largest_head * kF32;
   if (s.calibrated) {
     p.shell += rope_table_bytes(rope_table_positions(s.seq_len, 0, c.max_position_embeddings), c.head_dim, kF32);
     p.calibration_runtime = kCalibrationRuntimeBytes;
@@ -134,6 +147,10 @@ nlohmann::json QuantizePlan::to_json() const {
           {"dense_parameters", dense_parameters}, {"bits_per_weight", bits_per_weight},
           {"output_bytes", output_bytes}, {"source_bytes", source_bytes},
           {"predicted_peak_bytes", peak()}, {"not_quantized", not_quantized_json()},
+          {"embedding_and_head", head_type.empty() ? nlohmann::json(nullptr)
+                                                   : nlohmann::json{{"quant_type", head_type},
+                                                                    {"parameters", head_parameters},
+                                                                    {"bytes", head_bytes}}},
           {"memory", {{"runtime", runtime}, {"checkpoint", checkpoint}, {"shell", shell}, {"layer", layer},
                       {"activations", activations}, {"search", search},
                       {"calibration_runtime", calibration_runtime}, {"assembled", assembled},
@@ -155,6 +172,12 @@ std::string QuantizePlan::to_text(const QuantizeShape& s) const {
     out += buf;
   }
   out += "  output: ~" + mib(output_bytes) + " (source " + mib(source_bytes) + ")\n";
+  if (!head_type.empty()) {
+    std::snprintf(buf, sizeof buf, "  embedding/head: %s (%.3f bits/weight), %s\n", head_type.c_str(),
+                  head_parameters ? 8.0 * static_cast<double>(head_bytes) / static_cast<double>(head_parameters) : 0.0,
+                  mib(head_bytes).c_str());
+    out += buf;
+  }
   out += not_quantized_text();
   if (fisher_pass > 0) out += "  Fisher pass first: predicted peak " + mib(fisher_pass) + "\n";
   out += "  predicted peak memory: " + mib(peak()) + " = runtime " + mib(runtime) + " + source " + mib(checkpoint) +

@@ -33,6 +33,7 @@ struct QuantizeShape {
   int64_t fisher_file_bytes = 0;
   // Predicted peak of the Fisher pass when quantize runs it first (0: it does not).
   int64_t fisher_pass_bytes = 0;
+  int head_bits = 16;  // --head-bits: 16 keeps the embedding and head as in the source
 
   std::string quant_name() const;  // "w4g128a", "lut4" or "w8a8"
 };
@@ -51,6 +52,9 @@ struct QuantizePlan {
   int64_t fisher_pass = 0;  // the Fisher pass run before the layer loop (its own peak)
   // Tensors written as they are in the source (embedding, head, norms): name -> bytes.
   std::vector<std::pair<std::string, int64_t>> not_quantized;
+  // The embedding/head when --head-bits quantizes them: their type, weights and packed bytes.
+  std::string head_type;
+  int64_t head_parameters = 0, head_bytes = 0;
   int64_t layer_loop() const { return layer + activations + search + calibration_runtime; }
   int64_t peak() const {
     return std::max(fisher_pass, runtime + checkpoint + shell + std::max(layer_loop(), assembled));

@@ -10,6 +10,7 @@
 #include "formats/model_config.h"
 #include "runtime/linear.h"
 #include "runtime/model.h"
+#include "runtime/quant_linear.h"
 #include "runtime/rope.h"
 
 namespace fsq {
@@ -130,7 +131,7 @@ void mlp_step(const DecoderLayer& L, const ModelConfig& c, int64_t B, Buffers& b
 }  // namespace
 
 std::string FastDecoder::unsupported_reason(const FastDecodeModel& m) {
-  if (!f32_cpu_contiguous(*m.embedding)) return "the embedding is not f32 on the CPU";
+  if (m.packed_embedding == nullptr && !f32_cpu_contiguous(*m.embedding)) return "the embedding is not f32 on the CPU";
   if (!f32_cpu_contiguous(*m.final_norm)) return "the final norm is not f32 on the CPU";
   if (!m.lm_head->supports_rows()) return "lm_head (" + m.lm_head->describe() + ") has no raw-row path";
   if (m.config->head_dim % 2 != 0) return "odd head_dim";
@@ -158,12 +159,15 @@ void FastDecoder::step(const at::Tensor& ids, KVCache& cache, const RopeTables& 
   Buffers buf(c, B, cache.length + 1);
   const at::Tensor ids_cpu = ids.contiguous();
   const int64_t* id = ids_cpu.data_ptr<int64_t>();
-  const float* table = m_.embedding->data_ptr<float>();
+  const float* table = m_.packed_embedding ? nullptr : m_.embedding->data_ptr<float>();
   for (int64_t b = 0; b < B; ++b) {
     if (id[b] < 0 || id[b] >= vocab)
       throw Error("forward", "token id " + std::to_string(id[b]) + " is outside the vocabulary of " +
                                  std::to_string(vocab));
-    std::memcpy(&buf.h[b * H], table + id[b] * H, static_cast<size_t>(H) * sizeof(float));
+    if (m_.packed_embedding)
+      m_.packed_embedding->dequantize_row(id[b], &buf.h[b * H]);
+    else
+      std::memcpy(&buf.h[b * H], table + id[b] * H, static_cast<size_t>(H) * sizeof(float));
   }
   for (size_t i = 0; i < m_.layers->size(); ++i) {
     const DecoderLayer& L = (*m_.layers)[i];

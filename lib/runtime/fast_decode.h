@@ -20,11 +20,13 @@ struct KVCache;
 struct ModelConfig;
 struct RopeTables;
 class Linear;
+class QuantLinear;
 
 // The parts of a loaded LlamaModel the fast path reads (owned by the model).
 struct FastDecodeModel {
   const ModelConfig* config = nullptr;
-  const at::Tensor* embedding = nullptr;   // [vocab, hidden]
+  const at::Tensor* embedding = nullptr;   // [vocab, hidden]; undefined when packed
+  const QuantLinear* packed_embedding = nullptr;  // the quantized embedding, or null
   const at::Tensor* final_norm = nullptr;  // [hidden]
   const Linear* lm_head = nullptr;
   const std::vector<DecoderLayer>* layers = nullptr;

@@ -58,13 +58,27 @@ class Loader {
                                                  ", config.json implies " + show({out, in}));
       count_ += out * in;
       if (p->is_w8a8()) return make_int8_linear(*p);
-      return p->is_lut() ? make_lut_linear(*p) : make_quant_linear(*p);
+      if (p->is_lut()) return make_lut_linear(*p);
+      return make_quant_linear(*p);
     }
     at::Tensor w = get(base + ".weight", {out, in});
     std::optional<at::Tensor> b;
     if (spec.bias == BiasRule::kAlways || (attention_bias && spec.bias == BiasRule::kIfAttentionBias))
       b = get(base + ".bias", {out});
     return std::make_unique<DenseLinear>(std::move(w), std::move(b));
+  }
+
+  // The embedding or head `weight_name` [rows, cols] when the packed checkpoint holds it
+  // quantized (--head-bits), else null.
+  std::unique_ptr<QuantLinear> head_matrix(const std::string& weight_name, int64_t rows, int64_t cols) {
+    const std::string base = weight_name.substr(0, weight_name.rfind(".weight"));
+    const PackedLinear* p = packed_ ? packed_->find_head_matrix(base) : nullptr;
+    if (p == nullptr) return nullptr;
+    if (p->rows != rows || p->cols != cols)
+      throw Error(packed_->dir().string(), "packed " + quote_name(base) + " has shape " + show({p->rows, p->cols}) +
+                                               ", config.json implies " + show({rows, cols}));
+    count_ += rows * cols;
+    return make_quant_linear(*p);
   }
 
   int64_t count() const { return count_; }
@@ -123,12 +137,18 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
   Loader load(ckpt, opts, packed);
 
   const int64_t H = c.hidden_size;
-  m->embed_ = load.get(a.embed.hf, {c.vocab_size, H});
+  m->packed_embed_ = load.head_matrix(a.embed.hf, c.vocab_size, H);
+  if (!m->packed_embed_) m->embed_ = load.get(a.embed.hf, {c.vocab_size, H});
   m->final_norm_ = load.get(a.final_norm.hf, {H});
   if (c.tie_word_embeddings) {
-    m->lm_head_ = std::make_unique<DenseLinear>(m->embed_, std::nullopt);
+    if (m->packed_embed_)
+      m->lm_head_ = m->packed_embed_;
+    else
+      m->lm_head_ = std::make_shared<DenseLinear>(m->embed_, std::nullopt);
+  } else if (std::shared_ptr<const Linear> head = load.head_matrix(a.lm_head.hf, c.vocab_size, H)) {
+    m->lm_head_ = std::move(head);
   } else {
-    m->lm_head_ = std::make_unique<DenseLinear>(load.get(a.lm_head.hf, {c.vocab_size, H}), std::nullopt);
+    m->lm_head_ = std::make_shared<DenseLinear>(load.get(a.lm_head.hf, {c.vocab_size, H}), std::nullopt);
   }
   if (with_layers) {
     m->layers_.reserve(static_cast<size_t>(c.num_layers));
@@ -143,7 +163,8 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
     m->intonly_ = std::make_shared<const IntonlyStack>(m->layers_, c, a, *packed);
   }
   if (with_layers) {
-    const FastDecodeModel parts{&m->cfg_, &m->embed_, &m->final_norm_, m->lm_head_.get(), &m->layers_};
+    const FastDecodeModel parts{&m->cfg_, &m->embed_, m->packed_embed_.get(), &m->final_norm_, m->lm_head_.get(),
+                                &m->layers_};
     if (!opts.fast_decode)
       m->fast_unavailable_ = "turned off (RuntimeOptions::fast_decode)";
     else if (opts.compute_dtype != at::kFloat)
@@ -243,7 +264,20 @@ at::Tensor DecoderLayer::mlp(const at::Tensor& y, LayerTap* tap) const {
 }
 
 at::Tensor LlamaModel::embed(const at::Tensor& ids) const {
-  return at::embedding(embed_, ids.to(embed_.device())).to(opts_.compute_dtype);
+  if (!packed_embed_) return at::embedding(embed_, ids.to(embed_.device())).to(opts_.compute_dtype);
+  const at::Tensor flat = ids.to(at::kCPU).to(at::kLong).contiguous().view({-1});
+  const int64_t n = flat.numel(), H = cfg_.hidden_size, vocab = cfg_.vocab_size;
+  at::Tensor out = at::empty({n, H}, at::TensorOptions().dtype(at::kFloat));
+  const int64_t* id = flat.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (id[i] < 0 || id[i] >= vocab)
+      throw Error("embedding", "token id " + std::to_string(id[i]) + " is outside the vocabulary of " +
+                                   std::to_string(vocab));
+    packed_embed_->dequantize_row(id[i], out.data_ptr<float>() + i * H);
+  }
+  std::vector<int64_t> shape = ids.sizes().vec();
+  shape.push_back(H);
+  return out.view(shape).to(opts_.device).to(opts_.compute_dtype);
 }
 
 namespace {

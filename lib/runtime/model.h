@@ -25,6 +25,7 @@ namespace fsq {
 class PackedCheckpoint;
 class IntonlyStack;
 class FastDecoder;
+class QuantLinear;
 
 struct RuntimeOptions {
   c10::ScalarType compute_dtype = c10::kFloat;     // activations and matmuls
@@ -89,7 +90,8 @@ class LlamaModel {
   // With with_layers = false only the embedding, final norm, head and rotary tables are
   // loaded: layer-streaming callers fetch one decoder layer at a time with load_layer().
   // With `packed` (an fsq packed folder opened on the same directory), its quantized linears
-  // run as QuantLinear from their packed bytes; `ckpt` supplies every other tensor.
+  // run as QuantLinear from their packed bytes, as do its quantized embedding and head
+  // (PackedCheckpoint::head_matrices); `ckpt` supplies every other tensor.
   static std::unique_ptr<LlamaModel> load(const Checkpoint& ckpt, const RuntimeOptions& opts,
                                           bool with_layers = true, const PackedCheckpoint* packed = nullptr);
   // Decoder layer `index` of the checkpoint (same checks as load()).
@@ -130,9 +132,12 @@ class LlamaModel {
   ModelConfig cfg_;
   const ArchSpec* arch_ = nullptr;
   RuntimeOptions opts_;
-  at::Tensor embed_;       // [vocab, hidden]
+  at::Tensor embed_;       // [vocab, hidden]; undefined when packed_embed_ holds it
+  // The embedding of a packed checkpoint quantized with --head-bits (looked up row by row,
+  // and the head itself when tied); null when the embedding is dense.
+  std::shared_ptr<const QuantLinear> packed_embed_;
   at::Tensor final_norm_;  // [hidden]
-  std::unique_ptr<Linear> lm_head_;
+  std::shared_ptr<const Linear> lm_head_;
   std::vector<DecoderLayer> layers_;
   std::unique_ptr<RotaryCache> rope_;
   int64_t parameter_count_ = 0;

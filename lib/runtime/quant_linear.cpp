@@ -85,6 +85,10 @@ void QuantLinear::forward_rows(const float* x, int64_t m, float* y) const {
   add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
 }
 
+void QuantLinear::dequantize_row(int64_t row, float* out) const {
+  check_kernel_status(cpu::uniform_dequantize_rows(weights_view(), row, 1, out, isa_), describe());
+}
+
 std::string QuantLinear::describe() const {
   std::string s = uniform_quant_name(quant_) + " [" + std::to_string(rows_) + " x " + std::to_string(cols_) + "]";
   return method_.empty() ? s : s + " " + method_;
@@ -94,7 +98,7 @@ int64_t QuantLinear::weight_bytes() const {
   return packed_bytes_ + (bias_ ? bias_->numel() * static_cast<int64_t>(sizeof(float)) : 0);
 }
 
-std::unique_ptr<Linear> make_quant_linear(const PackedLinear& packed) {
+std::unique_ptr<QuantLinear> make_quant_linear(const PackedLinear& packed) {
   const std::string where = "linear " + quote_name(packed.name);
   if (packed.qweight == nullptr || packed.scales == nullptr || (!packed.quant.symmetric && packed.qzeros == nullptr))
     throw Error(where, "packed tensors missing");

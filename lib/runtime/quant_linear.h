@@ -48,6 +48,8 @@ class QuantLinear final : public Linear {
   const UniformQuant& quant() const { return quant_; }
   // The packed weights as the kernels see them (valid while this object lives).
   cpu::UniformWeightsView weights_view() const;
+  // Writes weight row `row` dequantized to out[0, cols): a quantized embedding's lookup.
+  void dequantize_row(int64_t row, float* out) const;
 
  private:
   UniformQuant quant_;
@@ -61,6 +63,6 @@ class QuantLinear final : public Linear {
 
 // A QuantLinear holding copies of an opened packed checkpoint's linear (the checkpoint may
 // be closed afterwards). Throws fsq::Error on a tensor whose dtype or size is unexpected.
-std::unique_ptr<Linear> make_quant_linear(const PackedLinear& packed);
+std::unique_ptr<QuantLinear> make_quant_linear(const PackedLinear& packed);
 
 }  // namespace fsq

@@ -29,6 +29,7 @@ const std::string kSym = "model.layers.0.mlp.down_proj";  // w3g32s: scales [4, 
 const std::string kLut = "model.layers.0.mlp.gate_proj";  // lut4: lut [4, 16], 4 sparse values
 const std::string kW8 = "model.layers.0.self_attn.o_proj";  // w8a8static: w8pcs + input_scale [1]
 const std::string kRanges = std::string("model.layers.0") + kIntonlyRangesSuffix;  // F32 [8], intonly
+const std::string kEmbed = "model.embed_tokens";  // w8g64s under embedding_and_head (--head-bits 8)
 
 struct RawTensor {
   DType dtype;
@@ -52,6 +53,13 @@ struct RawCheckpoint {
       tensors[name + ".qzeros"] = {DType::U8, {kRows, m.groups()}, test::to_bytes(m.zeros)};
     manifest["linears"][name] = {
         {"quant_type", type}, {"shape", {kRows, kCols}}, {"method", "rtn"}, {"options", json::object()}};
+  }
+
+  // The same, listed as a quantized embedding/head matrix.
+  void add_head_matrix(const std::string& name, const std::string& type, uint32_t seed) {
+    add_linear(name, type, seed);
+    manifest[kPackedHeadKey][name] = manifest["linears"][name];
+    manifest["linears"].erase(name);
   }
 
   // A lut4 linear whose CSR part holds row 0: column 5, row 1: none, row 2: 0 and 63, row 3: 10.
@@ -82,6 +90,7 @@ struct RawCheckpoint {
     c.add_linear(kSym, "w3g32s", 2);
     c.add_lut_linear(kLut);
     c.add_linear(kW8, "w8pcs", 3);
+    c.add_head_matrix(kEmbed, "w8g64s", 4);
     c.manifest["linears"][kW8]["quant_type"] = "w8a8static";
     c.tensors[kW8 + ".input_scale"] = {DType::F32, {1}, test::to_bytes(std::vector<float>{0.05f})};
     c.tensors["model.norm.weight"] = {DType::F32, {kCols}, test::to_bytes(std::vector<float>(kCols, 1.0f))};
@@ -248,6 +257,19 @@ const std::vector<MalformedCase>& cases() {
          c.tensors[kRanges] = {DType::F16, {kIntonlyRangeCount}, std::vector<std::byte>(2 * kIntonlyRangeCount)};
        },
        no_op, no_file_op, "model.safetensors", "must be F32 [8] (integer-only activation ranges), got F16 [8]"},
+      {"HeadMatricesNotAnObject", [](RawCheckpoint& c) { c.manifest[kPackedHeadKey] = 3; }, no_op, no_file_op,
+       "fsq.json", "\"embedding_and_head\" must be an object"},
+      {"HeadMatrixOfALutType",
+       [](RawCheckpoint& c) {
+         c.manifest[kPackedHeadKey][kLut] = c.manifest["linears"][kLut];
+         c.manifest["linears"].erase(kLut);
+       },
+       no_op, no_file_op, "fsq.json", "the embedding and head take uniform types only"},
+      {"HeadMatrixAlsoALinear",
+       [](RawCheckpoint& c) { c.manifest[kPackedHeadKey][kAsym] = c.manifest["linears"][kAsym]; }, no_op,
+       no_file_op, "fsq.json", "is listed twice"},
+      {"HeadMatrixQweightMissing", [](RawCheckpoint& c) { c.tensors.erase(kEmbed + ".qweight"); }, no_op, no_file_op,
+       "model.safetensors", "model.embed_tokens.qweight"},
       {"TruncatedSafetensors", no_op, no_op,
        [](const fs::path& d) {
          fs::resize_file(d / "model.safetensors", fs::file_size(d / "model.safetensors") - 10);
@@ -275,6 +297,11 @@ TEST(PackedMalformedBaseline, ValidDirectoryOpens) {
   EXPECT_TRUE(p.has_intonly_ranges());
   EXPECT_TRUE(p.linear_tensor_names().count(kRanges));
   EXPECT_EQ(p.intonly_ranges("model.layers.1" + std::string(kIntonlyRangesSuffix)), nullptr);
+  ASSERT_EQ(p.head_matrices().size(), 1u);
+  ASSERT_NE(p.find_head_matrix(kEmbed), nullptr);
+  EXPECT_EQ(p.find_head_matrix(kEmbed)->quant_type, "w8g64s");
+  EXPECT_EQ(p.find_linear(kEmbed), nullptr);
+  EXPECT_TRUE(p.linear_tensor_names().count(kEmbed + ".qweight"));
 }
 
 class PackedMalformed : public ::testing::TestWithParam<MalformedCase> {};

@@ -11,6 +11,7 @@
 #include "folder_digest.h"
 #include "pipeline_fixture.h"
 #include "quantize/quantize_model.h"
+#include "runtime/model_files.h"
 #include "runtime/threads.h"
 
 namespace fsq {
@@ -41,8 +42,8 @@ TEST(QuantizePipeline, RtnEqualsTheScalarReferenceOnEveryLinear) {
     EXPECT_EQ(l.method, "rtn");
     EXPECT_EQ(l.quant_type, "w4g32a");
   }
-  // Norms and embeddings are carried over unchanged by RTN.
-  for (const char* name : {"model.layers.1.input_layernorm.weight", "model.embed_tokens.weight", "model.norm.weight"}) {
+  // Norms are carried over unchanged by RTN.
+  for (const char* name : {"model.layers.1.input_layernorm.weight", "model.norm.weight"}) {
     const TensorView* got = nullptr;
     for (const TensorView* v : packed.dense_tensors())
       if (v->name == name) got = v;
@@ -51,6 +52,63 @@ TEST(QuantizePipeline, RtnEqualsTheScalarReferenceOnEveryLinear) {
     ASSERT_EQ(got->nbytes, want.nbytes);
     EXPECT_EQ(std::memcmp(got->data, want.data, want.nbytes), 0) << name;
   }
+  // The embedding and the (untied) head: RTN into w8g64s by default (--head-bits 8).
+  ASSERT_EQ(packed.head_matrices().size(), 2u);
+  for (const char* name : {"lm_head", "model.embed_tokens"}) {
+    const PackedLinear* m = packed.find_head_matrix(name);
+    ASSERT_NE(m, nullptr) << name;
+    EXPECT_EQ(m->quant_type, "w8g64s");
+    const TensorView& w = src.get(std::string(name) + ".weight");
+    const QuantizedMatrix ref = quantize_uniform(reinterpret_cast<const float*>(w.data), w.shape[0], w.shape[1], {8, 64, true});
+    std::vector<float> want(static_cast<size_t>(w.numel()));
+    dequantize_uniform(ref, want.data());
+    EXPECT_EQ(dequantize_linear(*m), want) << name;
+  }
+  // The plan counted them: predicted output within 1 % of the file's tensor bytes.
+  int64_t stored = 0;
+  for (const TensorView& t : packed.weights().tensors()) stored += static_cast<int64_t>(t.nbytes);
+  EXPECT_EQ(summary.plan.head_type, "w8g64s");
+  EXPECT_NEAR(static_cast<double>(summary.plan.output_bytes), static_cast<double>(stored), 0.01 * stored);
+}
+
+// --head-bits 16 keeps the embedding and head as in the source; 4 stores them as w4g32a. The
+// runtime's lookup of a quantized embedding is the dequantized row, exactly.
+TEST(QuantizePipeline, HeadBitsChooseHowTheEmbeddingAndHeadAreStored) {
+  set_threads(1);
+  Fixture fx("head-bits");
+  Checkpoint src = Checkpoint::open(fx.model);
+  auto dense = fx.config("h16");
+  dense.head_bits = 16;
+  lines_of(dense);
+  const PackedCheckpoint h16 = PackedCheckpoint::open(dense.out);
+  EXPECT_TRUE(h16.head_matrices().empty());
+  EXPECT_EQ(h16.manifest().count(kPackedHeadKey), 0u);
+  bool embedding_dense = false;
+  for (const TensorView* v : h16.dense_tensors())
+    if (v->name == "model.embed_tokens.weight")
+      embedding_dense = std::memcmp(v->data, src.get(v->name).data, v->nbytes) == 0;
+  EXPECT_TRUE(embedding_dense);
+
+  auto four = fx.config("h4");
+  four.head_bits = 4;
+  lines_of(four);
+  const PackedCheckpoint h4 = PackedCheckpoint::open(four.out);
+  ASSERT_NE(h4.find_head_matrix("model.embed_tokens"), nullptr);
+  EXPECT_EQ(h4.find_head_matrix("model.embed_tokens")->quant_type, "w4g32a");
+  EXPECT_EQ(h4.manifest()["run_options"]["head_bits"], 4);
+
+  const ModelFiles files = ModelFiles::open(four.out);
+  const auto model = files.load(RuntimeOptions{});
+  const at::Tensor ids = at::tensor(std::vector<int64_t>{3, 0, 511, 3}, at::kLong).view({2, 2});
+  const at::Tensor rows = model->embed(ids);
+  const std::vector<float> table = dequantize_linear(*h4.find_head_matrix("model.embed_tokens"));
+  const int64_t H = model->config().hidden_size;
+  for (int64_t i = 0; i < 4; ++i) {
+    const int64_t id = ids.view({-1})[i].item<int64_t>();
+    const at::Tensor want = at::from_blob(const_cast<float*>(table.data()) + id * H, {H}, at::kFloat);
+    EXPECT_TRUE(at::equal(rows.view({4, H})[i], want)) << "token " << id;
+  }
+  EXPECT_NE(model->matmul_kinds().count("lm_head: w4g32a rtn"), 0u);
 }
 
 TEST(QuantizePipeline, GroupSizeThatDoesNotDivideFallsBack) {

@@ -76,6 +76,10 @@ TEST(SmoothQuantPipeline, NaiveW8A8FailsOnOutliersAndSmoothQuantRecovers) {
   auto error_of = [&](const Fixture& f, const std::string& method, ActivationQuant mode) {
     QuantizeConfig cfg = f.config(method + "-" + activation_quant_label(mode), method);
     cfg.pass_options.act_quant = mode;
+    // The embedding stays f32: this model's outlier gains amplify any change of the layer-0
+    // input (8-bit embedding rows alone move its logits by ~18 %), which would swamp what is
+    // measured here, the linears' smoothing.
+    cfg.head_bits = 16;
     lines_of(cfg);
     const PackedCheckpoint packed = PackedCheckpoint::open(cfg.out);
     for (const PackedLinear& l : packed.linears()) EXPECT_EQ(l.act_quant, mode) << l.name;

@@ -91,8 +91,10 @@ std::string text_report(const json& j) {
            std::to_string(v["parameters"].get<int64_t>()) + " parameters\n";
   for (const auto& q : j.value("quantized", json::array())) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "quantized   %lld linears %s (%s): %lld weights, %.3f bits/weight as stored",
-                  q["linears"].get<long long>(), q["quant_type"].get<std::string>().c_str(),
+    const bool head = q.value("role", "") == "embedding_and_head";
+    std::snprintf(buf, sizeof buf, "quantized   %lld %s %s (%s): %lld weights, %.3f bits/weight as stored",
+                  q["linears"].get<long long>(), head ? "embedding/head matrices" : "linears",
+                  q["quant_type"].get<std::string>().c_str(),
                   q["method"].get<std::string>().c_str(), q["weights"].get<long long>(),
                   q["bits_per_weight"].get<double>());
     out += buf;
@@ -115,14 +117,19 @@ std::string text_report(const json& j) {
 
 // Tensors the runtime would not read: harmless extras it skips, and the rest, which make
 // eval/quantize refuse the checkpoint. Inspect lists both instead of failing.
-// A packed checkpoint's quantized linears by type and method: count, weights, stored bytes
-// (so bits per weight as stored) and the sparse values of LUT types.
+// A packed checkpoint's quantized linears, and its quantized embedding/head (role
+// "embedding_and_head"), by type and method: count, weights, stored bytes (so bits per weight
+// as stored) and the sparse values of LUT types.
 json quantized_summary(const PackedCheckpoint& packed) {
   std::map<std::string, json> by_type;
-  for (const PackedLinear& l : packed.linears()) {
-    json& t = by_type[l.quant_type + " " + l.method];
-    if (t.is_null()) t = {{"quant_type", l.quant_type}, {"method", l.method}, {"linears", 0}, {"weights", 0},
-                          {"bytes", 0}, {"sparse_values", 0}};
+  std::vector<std::pair<const PackedLinear*, const char*>> all;
+  for (const PackedLinear& l : packed.linears()) all.emplace_back(&l, "linears");
+  for (const PackedLinear& l : packed.head_matrices()) all.emplace_back(&l, "embedding_and_head");
+  for (const auto& [lp, role] : all) {
+    const PackedLinear& l = *lp;
+    json& t = by_type[std::string(role) + " " + l.quant_type + " " + l.method];
+    if (t.is_null()) t = {{"role", role}, {"quant_type", l.quant_type}, {"method", l.method}, {"linears", 0},
+                          {"weights", 0}, {"bytes", 0}, {"sparse_values", 0}};
     int64_t bytes = 0;
     for (const TensorView* v : {l.qweight, l.scales, l.qzeros, l.lut, l.sparse_row_ptr, l.sparse_col, l.sparse_val})
       if (v) bytes += static_cast<int64_t>(v->nbytes);

@@ -11,6 +11,7 @@
 #include "options.h"
 #include "plan_file.h"
 #include "provenance.h"
+#include "quantize/head_quant.h"
 #include "quantize/pass.h"
 #include "quantize/quantize_model.h"
 #include "runtime/torch_bridge.h"
@@ -22,6 +23,7 @@ struct QuantizeFlags {
   std::string model, out, method = "awq", calib_data, calib_file, max_memory, json, progress = "auto",
       layer_inputs = "quantized", plan;
   int bits = 4;
+  int head_bits = kDefaultHeadBits;
   int64_t group_size = 128;
   bool symmetric = false, dry_run = false, no_resume = false, force = false;
   WindowDraw draw;
@@ -82,6 +84,7 @@ int run_quantize_command(const QuantizeFlags& f) {
   if (!f.calib_data.empty()) cfg.calib_data = f.calib_data;
   if (!f.calib_file.empty()) cfg.calib_file = f.calib_file;
   cfg.lut = f.lut;
+  cfg.head_bits = f.head_bits;
   cfg.lut.weighted = !f.unweighted;
   cfg.pass_options = pass_options(f);
   cfg.draw = f.draw;
@@ -136,6 +139,11 @@ Command add_quantize_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::IsMember(supported_group_sizes()));
   app->add_flag("--sym", f->symmetric, "symmetric quantization (no zero points)");
+  app->add_option("--head-bits", f->head_bits,
+                  "token embedding and output head: 8 (w8g64s), 4 (w4g32a) or 16 (kept as in the source); on a small "
+                  "model they are most of a decode step's bytes")
+      ->capture_default_str()
+      ->check(CLI::IsMember({4, 8, 16}));
   app->add_option("--plan", f->plan,
                   "mixed precision: the width of each layer from fsq plan's plan.json (plan.bits_per_layer) instead "
                   "of --bits; rtn and awq take 2/3/4/8/16, squeezellm 3/4/16 (16: the layer stays dense, fp16)")

@@ -90,6 +90,7 @@ json modules_to_not_convert(const PackedCheckpoint& src) {
   for (const TensorView* t : src.dense_tensors())
     if (t->shape.size() == 2 && t->name.ends_with(suffix))
       names.insert(t->name.substr(0, t->name.size() - suffix.size()));
+  for (const PackedLinear& m : src.head_matrices()) names.insert(m.name);  // exported dense
   return names;
 }
 
@@ -144,6 +145,8 @@ void export_autoawq(const PackedCheckpoint& src, const fs::path& out) {
     dense.push_back(export_dense_tensor(*t, DType::F16, where, "an AutoAWQ model"));
     tensors.push_back({t->name, DType::F16, t->shape, dense.back()});
   }
+  std::deque<std::vector<std::byte>> head;
+  add_dequantized_head(src, DType::F16, where, "an AutoAWQ model", head, tensors);
   for (const PackedLinear& l : src.linears()) {
     const AwqLinear& a = linears.emplace_back(to_awq(l));
     const int64_t words = a.out / kAutoAwqPackFactor;

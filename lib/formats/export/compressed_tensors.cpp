@@ -183,6 +183,8 @@ CompressedTensorsReport export_compressed_tensors(const PackedCheckpoint& src, c
     dense.push_back(export_dense_tensor(*t, options.dtype, where, "this compressed-tensors export"));
     tensors.push_back({t->name, options.dtype, t->shape, dense.back()});
   }
+  std::deque<std::vector<std::byte>> head;
+  add_dequantized_head(src, options.dtype, where, "this compressed-tensors export", head, tensors);
   std::vector<CtLinear> linears;
   linears.reserve(src.linears().size());
   for (const PackedLinear& l : src.linears()) {

@@ -38,6 +38,18 @@ std::vector<std::byte> export_dense_tensor(const TensorView& t, DType dtype, con
   return bytes;
 }
 
+void add_dequantized_head(const PackedCheckpoint& src, DType dtype, const std::string& where,
+                          const std::string& format, std::deque<std::vector<std::byte>>& storage,
+                          std::vector<TensorToWrite>& tensors) {
+  for (const PackedLinear& m : src.head_matrices()) {
+    const std::vector<float> values = dequantize_linear(m);
+    const TensorView view{m.name + ".weight", DType::F32, {m.rows, m.cols},
+                          reinterpret_cast<const std::byte*>(values.data()), values.size() * sizeof(float)};
+    storage.push_back(export_dense_tensor(view, dtype, where, format));
+    tensors.push_back({view.name, dtype, view.shape, storage.back()});
+  }
+}
+
 void write_export_folder(const PackedCheckpoint& src, const std::filesystem::path& out,
                          const std::vector<TensorToWrite>& tensors, const nlohmann::json& config,
                          const std::string& export_name) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +19,14 @@ namespace fsq {
 // range ends at 65504). `format` names the export in the message ("an AutoAWQ model").
 std::vector<std::byte> export_dense_tensor(const TensorView& t, DType dtype, const std::string& where,
                                            const std::string& format);
+
+// The quantized embedding/head of `src` (fsq quantize --head-bits; PackedCheckpoint::
+// head_matrices) dequantized into dense `dtype` tensors "<name>.weight", appended to
+// `tensors` with their bytes kept in `storage`: the engines read embeddings and heads dense.
+// Same checks as export_dense_tensor.
+void add_dequantized_head(const PackedCheckpoint& src, DType dtype, const std::string& where,
+                          const std::string& format, std::deque<std::vector<std::byte>>& storage,
+                          std::vector<TensorToWrite>& tensors);
 
 // Writes the folder `out` atomically (it appears whole or not at all): model.safetensors with
 // `tensors` (metadata: format "pt", fsq_export = `export_name`, the source's sha256),

@@ -91,6 +91,32 @@ TEST_P(AutoAwqExport, DenseTensorsBecomeFp16UnderTheirOwnNames) {
   EXPECT_EQ(file->metadata().at("fsq_source_sha256"), src.ckpt.source_sha256);
 }
 
+// A quantized embedding and head (--head-bits) go out dense: their dequantized values in fp16,
+// and listed in modules_to_not_convert.
+TEST_P(AutoAwqExport, QuantizedEmbeddingAndHeadGoOutDense) {
+  ModelSource src(quant_type());
+  src.quantize_head("model.embed_tokens", "w8g64s");
+  src.quantize_head("lm_head", "w4g32a");
+  const PackedCheckpoint packed = src.write(packed_dir);
+  ASSERT_EQ(packed.head_matrices().size(), 2u);
+  export_autoawq(packed, out);
+  const auto file = SafetensorsFile::open(out / "model.safetensors");
+  for (const PackedLinear& m : packed.head_matrices()) {
+    SCOPED_TRACE(m.name);
+    const TensorView* t = file->find(m.name + ".weight");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->dtype, DType::F16);
+    EXPECT_EQ(t->shape, (std::vector<int64_t>{m.rows, m.cols}));
+    EXPECT_EQ(file->find(m.name + ".qweight"), nullptr);
+    const std::vector<float> want = dequantize_linear(m);
+    for (int64_t i = 0; i < t->numel(); ++i)
+      ASSERT_EQ(test::element<uint16_t>(*t, i), f32_to_f16(want[static_cast<size_t>(i)])) << "element " << i;
+  }
+  const json config = read_json_file(out / "config.json");
+  const auto skipped = config["quantization_config"]["modules_to_not_convert"].get<std::set<std::string>>();
+  EXPECT_TRUE(skipped.count("lm_head") && skipped.count("model.embed_tokens"));
+}
+
 TEST_P(AutoAwqExport, ConfigCarriesTheAwqQuantizationConfig) {
   ModelSource src(quant_type());
   src.ckpt.tokenizer_dir = tmp / "source";

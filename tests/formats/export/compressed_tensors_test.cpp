@@ -123,6 +123,28 @@ TEST_P(CompressedTensorsExport, LinearsDecodeBitExactlyToTheSourceWeights) {
   }
 }
 
+// A quantized embedding and head (--head-bits) go out dense: float32 holds their dequantized
+// values exactly; nothing quantized is left of them.
+TEST_P(CompressedTensorsExport, QuantizedEmbeddingAndHeadGoOutDense) {
+  ModelSource src(GetParam());
+  src.quantize_head("model.embed_tokens", "w8g64s");
+  src.quantize_head("lm_head", "w4g32a");
+  const PackedCheckpoint packed = src.write(packed_dir);
+  export_compressed_tensors(packed, out, {.dtype = DType::F32});
+  const auto file = SafetensorsFile::open(out / "model.safetensors");
+  ASSERT_EQ(packed.head_matrices().size(), 2u);
+  for (const PackedLinear& m : packed.head_matrices()) {
+    SCOPED_TRACE(m.name);
+    const TensorView* t = file->find(m.name + ".weight");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->dtype, DType::F32);
+    const std::vector<float> want = dequantize_linear(m);
+    ASSERT_EQ(t->nbytes, want.size() * sizeof(float));
+    EXPECT_EQ(std::memcmp(t->data, want.data(), t->nbytes), 0);
+    EXPECT_EQ(file->find(m.name + ".weight_packed"), nullptr);
+  }
+}
+
 TEST_P(CompressedTensorsExport, Float16KeepsFsqsScalesAndRoundsDenseTensors) {
   ModelSource src(GetParam());
   src.ckpt.tokenizer_dir = tmp / "source";

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <string>
@@ -50,6 +52,23 @@ struct PackedSource {
   void add_linear(const std::string& name, const std::string& type, int64_t rows, int64_t cols, uint32_t seed) {
     const std::vector<float> w = shifted_weights(rows, cols, seed);
     ckpt.linears.push_back({name, quantize_uniform(w.data(), rows, cols, find_uniform_quant(type)), "rtn", {}, std::nullopt});
+  }
+
+  // Moves the dense matrix `name` + ".weight" (F32 or BF16) into the quantized embedding/head
+  // matrices (fsq quantize --head-bits) as `type`.
+  void quantize_head(const std::string& name, const std::string& type) {
+    const auto it = std::find_if(ckpt.dense.begin(), ckpt.dense.end(),
+                                 [&](const TensorToWrite& t) { return t.name == name + ".weight"; });
+    ASSERT_NE(it, ckpt.dense.end()) << name;
+    const int64_t rows = it->shape[0], cols = it->shape[1];
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (it->dtype == DType::F32) std::memcpy(&w[i], it->data.data() + 4 * i, 4);
+      else w[i] = bf16_to_f32(static_cast<uint16_t>(static_cast<uint8_t>(it->data[2 * i]) |
+                                                     static_cast<uint8_t>(it->data[2 * i + 1]) << 8));
+    }
+    ckpt.dense.erase(it);
+    ckpt.head.push_back({name, quantize_uniform(w.data(), rows, cols, find_uniform_quant(type)), "rtn", {}, std::nullopt});
   }
 
   // Writes to `dir` and opens it the way `fsq export` does.

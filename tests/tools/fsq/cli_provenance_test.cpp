@@ -72,7 +72,7 @@ TEST(CliProvenance, PackedCheckpointRecordsItsByteChangingOptionsAndProducer) {
   const nlohmann::json expected_options = {
       {"method", "awq"},      {"quant_type", "w3g32s"}, {"bits", 3},         {"group_size", 32},
       {"symmetric", true},    {"batch_size", 2},        {"layer_inputs", "fp"}, {"search_tokens", 100},
-      {"compute_dtype", "f32"}, {"device", "cpu"},      {"threads", 1}};
+      {"compute_dtype", "f32"}, {"device", "cpu"},      {"threads", 1},         {"head_bits", 8}};
   EXPECT_EQ(manifest["run_options"], expected_options);
   const nlohmann::json& calibration = manifest["calibration"];
   EXPECT_EQ(calibration["seed"], 7);

@@ -118,7 +118,7 @@ Quality evaluate_against_stories260k(const fs::path& model) {
   const fs::path json = model.string() + ".eval.json";
   RunResult r = run_fsq({"eval", "--model", model.string(), "--compare", stories260k_dir().string(), "--data",
                          tinystories_val().string(), "--protocol", "bos-window", "--seq-len", "256", "--max-windows",
-                         "32", "--threads", "1", "--no-speed", "--progress", "off", "--json", json.string()});
+                         "32", "--threads", "1", "--no-speed", "--progress", "off", "--json", json.string(), "--force"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = read_json(json);
   return {j["perplexity"]["ppl"].get<double>(), j["compare"]["mean_kl"].get<double>(),

@@ -39,7 +39,8 @@ class CliPlanStories260k : public Stories260kQuantizeSuite {
   static double rtn_kl_with_widths(const std::string& name, const std::vector<int>& bits) {
     fs::path plan_file = dir_ / (name + ".plan.json");
     testing::write_file(plan_file, nlohmann::json{{"plan", {{"bits_per_layer", bits}}}}.dump());
-    RunResult r = quantize(dir_ / name, {"--method", "rtn", "--plan", plan_file.string()});
+    // --head-bits 16: the widths measured are the layers', not the embedding's.
+    RunResult r = quantize(dir_ / name, {"--method", "rtn", "--plan", plan_file.string(), "--head-bits", "16"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return evaluate_against_stories260k(dir_ / name).kl;
   }

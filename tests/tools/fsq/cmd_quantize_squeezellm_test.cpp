@@ -121,13 +121,15 @@ TEST_F(CliQuantizeSqueezeLlm, CheckpointRunsAndDescribesItself) {
   EXPECT_EQ(exp.exit_code, 1);
   EXPECT_EQ(lines(exp.err), 1u) << exp.err;
   EXPECT_FALSE(fs::exists(dir_ / "exported"));
-  // The report names what stayed unquantized and its share of the file.
+  // The report names what stayed unquantized and its share of the file, and the embedding
+  // (tied head) apart, quantized by --head-bits (8 by default).
   const nlohmann::json j = read_json(q.string() + ".quantize.json");
   const nlohmann::json& kept = j["plan"]["not_quantized"];
   EXPECT_GT(kept["share_of_output"].get<double>(), 0.0);
   bool embedding_listed = false;
   for (const auto& t : kept["tensors"]) embedding_listed |= t["name"] == "model.embed_tokens.weight";
-  EXPECT_TRUE(embedding_listed) << kept.dump();
+  EXPECT_FALSE(embedding_listed) << kept.dump();
+  EXPECT_EQ(j["plan"]["embedding_and_head"]["quant_type"], "w8g64s") << j["plan"].dump();
 }
 
 TEST_F(CliQuantizeSqueezeLlm, BadFisherSourcesAreRefusedBeforeAnyWork) {
