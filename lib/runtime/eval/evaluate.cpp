@@ -44,6 +44,8 @@ Loaded load_model(const std::filesystem::path& dir, const RuntimeOptions& ro) {
   info.max_position_embeddings = ckpt->config().max_position_embeddings;
   info.load_seconds = secs;
   info.matmuls = model->matmul_kinds();
+  const std::string& no_fast = model->fast_decode_unavailable();
+  info.decode_path = no_fast.empty() ? "fast path (batches of 1 to 8 sequences, no per-op dispatch)" : "aten: " + no_fast;
   if (model->integer_only()) {
     info.integer_ops = IntonlyStack::integer_ops();
     info.float_ops = IntonlyStack::float_ops();

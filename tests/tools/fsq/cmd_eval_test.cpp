@@ -108,6 +108,24 @@ TEST(CliEval, IdleWorkersSleepUnlessTheUserChoseOtherwise) {
   std::filesystem::remove_all(dir);
 }
 
+// The report says which decode path ran: the fast one for an f32 model, ATen (and why) for
+// bf16 compute.
+TEST(CliEval, ReportSaysWhichDecodePathRan) {
+  FSQ_REQUIRE_STORIES260K();
+  const std::filesystem::path dir = make_temp_dir("fsq-cli-decode-path");
+  auto path_of = [&](const char* dtype) {
+    RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
+                           "--seq-len", "64", "--max-windows", "1", "--no-speed", "--threads", "1", "--dtype", dtype,
+                           "--json", (dir / "r.json").string(), "--force"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("decoding   "), std::string::npos) << r.out;
+    return read_json(dir / "r.json")["model"].value("decode_path", std::string("missing"));
+  };
+  EXPECT_EQ(path_of("f32").rfind("fast path", 0), 0u);
+  EXPECT_EQ(path_of("bf16"), "aten: the compute dtype is not f32");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliGenerate, GreedyMatchesManifest) {
   FSQ_REQUIRE_STORIES260K();
   RunResult r = run_fsq({"generate", "--model", stories260k_dir().string(), "--prompt", "Once upon a time",
