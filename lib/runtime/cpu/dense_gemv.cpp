@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/dense_isa.h"
+#include "runtime/cpu/gemv_batches.h"
 #include "runtime/cpu/dense_kernels.h"
 
 namespace fsq::cpu {
@@ -67,17 +68,12 @@ KernelStatus dense_gemv(const DenseWeightsView& w, const float* x, int64_t m, in
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
   const DenseRowsFn rows_fn = dense_rows_for(isa);
   const int64_t tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
-  for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
-    DenseBatch batch;
-    batch.w = &w;
-    batch.m = std::min(kMaxGemvRows, m - i0);
-    batch.x = x + i0 * x_stride;
-    batch.x_stride = x_stride;
-    batch.y = y + i0 * y_stride;
-    batch.y_stride = y_stride;
+  for_each_gemv_batch<DenseBatch>(
+      w, x, m, x_stride, y, y_stride, /*lanes=*/0, /*panel_size=*/0, [](const float*, int64_t, float*) {},
+      [&](const DenseBatch& batch) {
 #pragma omp parallel for schedule(static) if (w.rows * w.cols * batch.m >= kParallelMinWork)
-    for (int64_t t = 0; t < tasks; ++t) rows_fn(batch, t * kRowsPerTask, std::min(w.rows, (t + 1) * kRowsPerTask));
-  }
+        for (int64_t t = 0; t < tasks; ++t) rows_fn(batch, t * kRowsPerTask, std::min(w.rows, (t + 1) * kRowsPerTask));
+      });
   return KernelStatus::Ok;
 }
 

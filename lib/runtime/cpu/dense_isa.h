@@ -17,6 +17,7 @@ struct DenseBatch {
   int64_t x_stride = 0;
   float* y = nullptr;
   int64_t y_stride = 0;
+  const float* panel = nullptr;  // unused: the dense GEMV reads x as given (gemv_batches.h)
 };
 
 using DenseRowsFn = void (*)(const DenseBatch& batch, int64_t row0, int64_t row1);
