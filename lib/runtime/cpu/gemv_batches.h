@@ -1,6 +1,6 @@
 // The batch loop shared by the GEMV dispatchers (uniform_gemv.cpp, lut_gemv.cpp,
-// dense_gemv.cpp): x is
-// taken kMaxGemvRows rows at a time and packed into one panel buffer reused by every batch.
+// dense_gemv.cpp): x is taken kMaxGemvRows rows at a time and packed into one panel buffer
+// reused by every batch.
 // Baseline code only: the SIMD kernel files must not include it (uniform_isa.h).
 #pragma once
 
