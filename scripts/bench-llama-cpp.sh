@@ -5,7 +5,12 @@
 # 512) on the f32 model and fsq checkpoints (W4 g128 RTN, and W8A8 next to llama.cpp's Q8_0),
 # at 1 and 2 threads; prints tokens/s and the fsq / llama.cpp ratio per row.
 #
-#   scripts/bench-llama-cpp.sh          (FSQ_THREADS_LIST="1 2", FSQ_REPS=5)
+# Then the wall time of a perplexity run, FSQ_PPL_WINDOWS (16) windows of 2048 tokens of
+# TinyStories: `llama-perplexity -c 2048 --chunks N` against `fsq eval --protocol llama.cpp
+# --seq-len 2048 --max-windows N --no-speed` (the same scoring: second half of each window),
+# on the F32 and Q4_0 / w4g128 models, at the largest thread count (FSQ_PPL_WINDOWS=0 skips).
+#
+#   scripts/bench-llama-cpp.sh          (FSQ_THREADS_LIST="1 2", FSQ_REPS=5, FSQ_PPL_WINDOWS=16)
 #
 # Run it on a quiet machine: with other work on 2 cores, OpenMP and ggml threads wait for
 # time slices and every number drops.
@@ -14,6 +19,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 threads_list="${FSQ_THREADS_LIST:-1 2}"
 reps="${FSQ_REPS:-5}"
+ppl_windows="${FSQ_PPL_WINDOWS:-16}"
+text="$root/../shared/data/tinystories/tinystories_val.txt"
 fsq="$("$root/scripts/build-fsq.sh" bench-llama-cpp)"
 llama="$("$root/scripts/llama-cpp.sh" | tail -n 1)"
 source_gguf="$(FSQ_BIN="$fsq" "$root/scripts/fetch-model.sh" smollm2-135m | tail -n 1)"
@@ -35,13 +42,17 @@ f32_gguf="$(make_gguf F32 "$source_gguf")"
 q4_gguf="$(make_gguf Q4_0 "$f32_gguf")"
 q8_gguf="$(make_gguf Q8_0 "$f32_gguf")"
 
-# fsq checkpoints (RTN: the kernels' speed does not depend on how the codes were chosen).
+# fsq checkpoints (RTN: the kernels' speed does not depend on how the codes were chosen),
+# cached under a key of the fsq build and the options: a checkpoint another build wrote
+# (another default --head-bits, say) is never timed by mistake.
 make_fsq() {  # name quantize-args...
-  local out="$cache/fsq-$1"; shift
+  local key
+  key="$( (echo "$("$fsq" --version)"; echo "$@") | sha256sum | cut -c1-12)"
+  local out="$cache/fsq-$1-$key"; shift
   [[ -f $out/fsq.json ]] || "$fsq" quantize --model "$hf" --out "$out" "$@" --progress off >/dev/null
   echo "$out"
 }
-w4="$(make_fsq w4g128 --method rtn --bits 4 --group-size 128)"
+w4="$(make_fsq w4g128 --method rtn --bits 4 --group-size 128 --head-bits 8)"
 w8a8="$(make_fsq w8a8 --method w8a8 --calib-data "$root/../shared/data/tinystories/tinystories_val.txt" \
   --samples 8 --seq-len 256)"
 
@@ -50,12 +61,15 @@ trap 'rm -rf "$tmp"' EXIT
 llama_tps() {  # gguf threads -> "tg pp"
   "$llama/llama-bench" -m "$1" -t "$2" -p 512 -n 64 -r "$reps" -o json 2>/dev/null >"$tmp/lb.json" ||
     { echo "bench-llama-cpp: llama-bench failed on $1" >&2; exit 1; }
-  python3 - "$tmp/lb.json" <<'PY'
+  # Peak RSS of a decode-only run (tg64, one repetition), the process a user would compare.
+  /usr/bin/time -f %M -o "$tmp/rss" "$llama/llama-bench" -m "$1" -t "$2" -p 0 -n 64 -r 1 >/dev/null 2>&1 ||
+    { echo "bench-llama-cpp: llama-bench (decode only) failed on $1" >&2; exit 1; }
+  python3 - "$tmp/lb.json" "$(tail -n 1 "$tmp/rss")" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
 pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
-print(f"{tg:.1f} {pp:.1f}")
+print(f"{tg:.1f} {pp:.1f} {int(sys.argv[2]) / 1024:.0f}")
 PY
 }
 fsq_tps() {  # model threads -> "tg pp"
@@ -65,26 +79,57 @@ fsq_tps() {  # model threads -> "tg pp"
     { echo "bench-llama-cpp: fsq eval failed on $1" >&2; exit 1; }
   python3 - "$tmp/fsq.json" <<'PY'
 import json, sys
-s = json.load(open(sys.argv[1]))["speed"]
+r = json.load(open(sys.argv[1]))
+s = r["speed"]
 tg = next(d["tokens_per_s"] for d in s["decode"] if d["batch"] == 1)
 pp = next(p["tokens_per_s"] for p in s["prefill"] if p["tokens"] == 512)
-print(f"{tg:.1f} {pp:.1f}")
+print(f"{tg:.1f} {pp:.1f} {r['peak_rss_bytes'] / 2**20:.0f}")
 PY
 }
 
 echo "SmolLM2-135M: fsq $("$fsq" --version | awk '{print $2, $3, $4}') vs llama.cpp ($(head -n 1 "$llama/../VERSION"))"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
-printf '%-8s %-3s | %-10s %9s %9s | %-10s %9s %9s | %7s %7s\n' precision thr "llama.cpp" "tg64" "pp512" \
-  fsq "decode" "pp512" "tg x" "pp x"
+printf '%-8s %-3s | %-10s %9s %9s %7s | %-10s %9s %9s %7s | %7s %7s\n' precision thr "llama.cpp" "tg64" "pp512" \
+  "RSS" fsq "decode" "pp512" "RSS" "tg x" "pp x"
 for t in $threads_list; do
   for pair in "f32:$f32_gguf:$hf" "q4:$q4_gguf:$w4" "q8:$q8_gguf:$w8a8"; do
     IFS=: read -r label gguf model <<<"$pair"
-    read -r ltg lpp <<<"$(llama_tps "$gguf" "$t")"
-    read -r ftg fpp <<<"$(fsq_tps "$model" "$t")"
+    read -r ltg lpp lrss <<<"$(llama_tps "$gguf" "$t")"
+    read -r ftg fpp frss <<<"$(fsq_tps "$model" "$t")"
     [[ -n $ltg && -n $ftg ]] || exit 1  # the failing side said why
     case $label in f32) ln=F32; fn=f32 ;; q4) ln=Q4_0; fn=w4g128 ;; q8) ln=Q8_0; fn=w8a8 ;; esac
-    printf '%-8s %-3s | %-10s %9s %9s | %-10s %9s %9s | %7.2f %7.2f\n' "$label" "$t" "$ln" "$ltg" "$lpp" "$fn" \
-      "$ftg" "$fpp" "$(python3 -c "print($ftg / $ltg)")" "$(python3 -c "print($fpp / $lpp)")"
+    printf '%-8s %-3s | %-10s %9s %9s %7s | %-10s %9s %9s %7s | %7.2f %7.2f\n' "$label" "$t" "$ln" "$ltg" "$lpp" \
+      "$lrss" "$fn" "$ftg" "$fpp" "$frss" "$(python3 -c "print($ftg / $ltg)")" "$(python3 -c "print($fpp / $lpp)")"
   done
 done
 echo "tok/s; llama.cpp: llama-bench averages of $reps runs; fsq: medians after warm-up (fsq eval --speed-only)"
+echo "RSS: peak MiB; llama.cpp: llama-bench decoding 64 tokens alone; fsq: the whole eval --speed-only run"
+echo "fsq w4g128: RTN, g64 where 128 does not divide a row, embedding/head w8g64s (--head-bits 8)"
+
+[[ $ppl_windows -gt 0 ]] || exit 0
+ppl_threads="$(tr ' ' '\n' <<<"$threads_list" | sort -n | tail -n 1)"
+timed() {  # log command... -> wall seconds (the log keeps the output)
+  local log="$1"; shift
+  local start end
+  start="$(date +%s.%N)"
+  "$@" >"$log" 2>&1 || { tail -n 20 "$log" >&2; echo "bench-llama-cpp: failed: $*" >&2; exit 1; }
+  end="$(date +%s.%N)"
+  python3 -c "print(f'{$end - $start:.1f}')"
+}
+echo
+echo "perplexity wall time: $ppl_windows windows of 2048 tokens of $(basename "$text"), $ppl_threads threads"
+printf '%-8s | %-10s %9s %9s | %-10s %9s %9s | %7s\n' precision "llama.cpp" "seconds" "ppl" fsq "seconds" "ppl" \
+  "time x"
+for pair in "f32:$f32_gguf:$hf" "q4:$q4_gguf:$w4"; do
+  IFS=: read -r label gguf model <<<"$pair"
+  ls="$(timed "$tmp/lp.log" "$llama/llama-perplexity" -m "$gguf" -f "$text" -c 2048 --chunks "$ppl_windows" \
+    -t "$ppl_threads")"
+  lppl="$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/lp.log" | awk '{print $NF}')"
+  fs="$(timed "$tmp/fp.log" "$fsq" eval --model "$model" --data "$text" --protocol llama.cpp --seq-len 2048 \
+    --max-windows "$ppl_windows" --no-speed --threads "$ppl_threads" --progress off)"
+  fppl="$(awk '/^perplexity/ {print $2; exit}' "$tmp/fp.log")"
+  case $label in f32) ln=F32; fn=f32 ;; q4) ln=Q4_0; fn=w4g128 ;; esac
+  printf '%-8s | %-10s %9s %9s | %-10s %9s %9s | %7.2f\n' "$label" "$ln" "$ls" "$lppl" "$fn" "$fs" "$fppl" \
+    "$(python3 -c "print($fs / $ls)")"
+done
+echo "seconds: whole process wall time, model load included; time x = fsq / llama.cpp (below 1: fsq faster)"
