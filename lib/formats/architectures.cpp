@@ -162,4 +162,10 @@ std::string join_names(const std::vector<std::string>& names) {
 
 std::string layer_name(const std::string& pattern, int64_t layer) { return with_layer(pattern, std::to_string(layer)); }
 
+std::optional<std::string> weight_module_name(const std::string& tensor) {
+  constexpr std::string_view kSuffix = ".weight";
+  if (!tensor.ends_with(kSuffix)) return std::nullopt;
+  return tensor.substr(0, tensor.size() - kSuffix.size());
+}
+
 }  // namespace fsq

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,5 +103,8 @@ std::vector<std::string> supported_gguf_architectures();
 std::string join_names(const std::vector<std::string>& names);
 // Replaces "{layer}" in a pattern.
 std::string layer_name(const std::string& pattern, int64_t layer);
+// The module a weight tensor belongs to: "model.embed_tokens.weight" -> "model.embed_tokens";
+// nullopt when `tensor` does not end in ".weight".
+std::optional<std::string> weight_module_name(const std::string& tensor);
 
 }  // namespace fsq

@@ -43,6 +43,14 @@ void check_activation_quant(const QuantizedLinearToWrite& l, const std::string& 
     throw Error(where, "static activation scale must be finite and > 0, got " + std::to_string(l.input_scale));
 }
 
+// The decoder's linears, then the embedding/head matrices: everything written as codes.
+std::vector<const QuantizedLinearToWrite*> quantized_matrices(const PackedCheckpointToWrite& c) {
+  std::vector<const QuantizedLinearToWrite*> all;
+  for (const QuantizedLinearToWrite& l : c.linears) all.push_back(&l);
+  for (const QuantizedLinearToWrite& l : c.head) all.push_back(&l);
+  return all;
+}
+
 void check_input(const PackedCheckpointToWrite& c, const std::string& where) {
   if (!c.source_config.is_object()) throw Error(where, "source config must be a JSON object");
   std::error_code ec;
@@ -54,10 +62,7 @@ void check_input(const PackedCheckpointToWrite& c, const std::string& where) {
   for (const QuantizedLinearToWrite& l : c.head)
     if (l.lut || l.act_quant != ActivationQuant::None)
       throw Error(where, "head matrix " + quote_name(l.name) + ": the embedding and head take uniform types only");
-  std::vector<const QuantizedLinearToWrite*> all;
-  for (const QuantizedLinearToWrite& l : c.linears) all.push_back(&l);
-  for (const QuantizedLinearToWrite& l : c.head) all.push_back(&l);
-  for (const QuantizedLinearToWrite* lp : all) {
+  for (const QuantizedLinearToWrite* lp : quantized_matrices(c)) {
     const QuantizedLinearToWrite& l = *lp;
     const std::string what = "linear " + quote_name(l.name);
     if (l.name.empty()) throw Error(where, "a quantized linear has an empty name");
@@ -95,10 +100,7 @@ void add_lut_tensors(const std::string& name, const LutMatrix& m, TensorSet& set
 TensorSet build_tensors(const PackedCheckpointToWrite& c) {
   TensorSet set;
   set.tensors = c.dense;
-  std::vector<const QuantizedLinearToWrite*> all;
-  for (const QuantizedLinearToWrite& l : c.linears) all.push_back(&l);
-  for (const QuantizedLinearToWrite& l : c.head) all.push_back(&l);
-  for (const QuantizedLinearToWrite* lp : all) {
+  for (const QuantizedLinearToWrite* lp : quantized_matrices(c)) {
     const QuantizedLinearToWrite& l = *lp;
     if (l.lut) {
       add_lut_tensors(l.name, *l.lut, set);
@@ -147,8 +149,7 @@ json build_manifest(const PackedCheckpointToWrite& c, const std::vector<TensorTo
 
 json build_config(const PackedCheckpointToWrite& c) {
   std::set<std::string> types;
-  for (const QuantizedLinearToWrite& l : c.linears) types.insert(l.quant_type());
-  for (const QuantizedLinearToWrite& l : c.head) types.insert(l.quant_type());
+  for (const QuantizedLinearToWrite* l : quantized_matrices(c)) types.insert(l->quant_type());
   json config = c.source_config;
   config["quantization_config"] = {{"quant_method", "fsq"},
                                    {"format_version", kPackedFormatVersion},

@@ -28,10 +28,7 @@ QuantizedLinearToWrite quantize_head_matrix(const TensorView& weight, const Unif
   if (weight.shape.size() != 2) throw Error(weight.name, "expected a matrix");
   const int64_t rows = weight.shape[0], cols = weight.shape[1];
   const at::Tensor w = tensor_from_view(weight, at::kFloat, c10::Device(c10::kCPU)).contiguous();
-  const std::string suffix = ".weight";
-  const std::string base =
-      weight.name.ends_with(suffix) ? weight.name.substr(0, weight.name.size() - suffix.size()) : weight.name;
-  QuantizedLinearToWrite out{base, quantize_uniform(w.data_ptr<float>(), rows, cols, quant_for_columns(quant, cols)),
+  QuantizedLinearToWrite out{weight_module_name(weight.name).value_or(weight.name), quantize_uniform(w.data_ptr<float>(), rows, cols, quant_for_columns(quant, cols)),
                              "rtn", {{"role", "embedding_and_head"}}, std::nullopt};
   return out;
 }

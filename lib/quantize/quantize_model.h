@@ -12,6 +12,7 @@
 
 #include "calib/dataset.h"
 #include "formats/quant/uniform_quant.h"
+#include "quantize/head_quant.h"
 #include "quantize/pass.h"
 #include "quantize/quantize_plan.h"
 #include "quantize/squeezellm/lut_quantizer.h"
@@ -26,7 +27,7 @@ struct QuantizeConfig {
   UniformQuant quant{4, 128, false};
   // The embedding and head (quantize/head_quant.h): 8 or 4 bits, or 16 to keep them as in the
   // source.
-  int head_bits = 8;
+  int head_bits = kDefaultHeadBits;
   std::optional<std::filesystem::path> calib_data;  // required by calibrated methods
   // SqueezeLLM (--method squeezellm): the calibration file holding Fisher diagonals (fsq
   // calibrate --fisher); without one, run_quantize runs the Fisher pass itself on calib_data.

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/error.h"
 #include "formats/model_config.h"
 #include "runtime/linear.h"
 #include "runtime/model.h"
@@ -161,9 +160,7 @@ void FastDecoder::step(const at::Tensor& ids, KVCache& cache, const RopeTables& 
   const int64_t* id = ids_cpu.data_ptr<int64_t>();
   const float* table = m_.packed_embedding ? nullptr : m_.embedding->data_ptr<float>();
   for (int64_t b = 0; b < B; ++b) {
-    if (id[b] < 0 || id[b] >= vocab)
-      throw Error("forward", "token id " + std::to_string(id[b]) + " is outside the vocabulary of " +
-                                 std::to_string(vocab));
+    check_token_id(id[b], vocab);
     if (m_.packed_embedding)
       m_.packed_embedding->dequantize_row(id[b], &buf.h[b * H]);
     else

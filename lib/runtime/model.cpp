@@ -71,7 +71,7 @@ class Loader {
   // The embedding or head `weight_name` [rows, cols] when the packed checkpoint holds it
   // quantized (--head-bits), else null.
   std::unique_ptr<QuantLinear> head_matrix(const std::string& weight_name, int64_t rows, int64_t cols) {
-    const std::string base = weight_name.substr(0, weight_name.rfind(".weight"));
+    const std::string base = weight_module_name(weight_name).value_or(weight_name);
     const PackedLinear* p = packed_ ? packed_->find_head_matrix(base) : nullptr;
     if (p == nullptr) return nullptr;
     if (p->rows != rows || p->cols != cols)
@@ -263,6 +263,11 @@ at::Tensor DecoderLayer::mlp(const at::Tensor& y, LayerTap* tap) const {
   return down->forward(act);
 }
 
+void check_token_id(int64_t id, int64_t vocab) {
+  if (id < 0 || id >= vocab)
+    throw Error("embedding", "token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(vocab));
+}
+
 at::Tensor LlamaModel::embed(const at::Tensor& ids) const {
   if (!packed_embed_) return at::embedding(embed_, ids.to(embed_.device())).to(opts_.compute_dtype);
   const at::Tensor flat = ids.to(at::kCPU).to(at::kLong).contiguous().view({-1});
@@ -270,9 +275,7 @@ at::Tensor LlamaModel::embed(const at::Tensor& ids) const {
   at::Tensor out = at::empty({n, H}, at::TensorOptions().dtype(at::kFloat));
   const int64_t* id = flat.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
-    if (id[i] < 0 || id[i] >= vocab)
-      throw Error("embedding", "token id " + std::to_string(id[i]) + " is outside the vocabulary of " +
-                                   std::to_string(vocab));
+    check_token_id(id[i], vocab);
     packed_embed_->dequantize_row(id[i], out.data_ptr<float>() + i * H);
   }
   std::vector<int64_t> shape = ids.sizes().vec();

@@ -62,6 +62,9 @@ class LayerTap {
   virtual void range_point(IntonlyRange /*which*/, const at::Tensor& /*x*/) {}
 };
 
+// Throws fsq::Error naming the id unless 0 <= id < vocab (an embedding row exists for it).
+void check_token_id(int64_t id, int64_t vocab);
+
 struct DecoderLayer {
   at::Tensor input_norm;      // [hidden]
   at::Tensor post_attn_norm;  // [hidden]

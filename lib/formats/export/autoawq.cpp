@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "formats/architectures.h"
 #include "formats/export/export_folder.h"
 #include "formats/quant/quant_types.h"
 
@@ -86,10 +87,8 @@ int64_t check_linears(const PackedCheckpoint& src) {
 // harmless; both engines only convert linear layers.
 json modules_to_not_convert(const PackedCheckpoint& src) {
   std::set<std::string> names;
-  const std::string suffix = ".weight";
   for (const TensorView* t : src.dense_tensors())
-    if (t->shape.size() == 2 && t->name.ends_with(suffix))
-      names.insert(t->name.substr(0, t->name.size() - suffix.size()));
+    if (const auto module = weight_module_name(t->name); t->shape.size() == 2 && module) names.insert(*module);
   for (const PackedLinear& m : src.head_matrices()) names.insert(m.name);  // exported dense
   return names;
 }

@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "formats/architectures.h"
 #include "common/half.h"
 #include "formats/export/export_folder.h"
 #include "formats/quant/bitpack.h"
@@ -95,10 +96,10 @@ CtLinear to_compressed_tensors(const PackedLinear& l, DType dtype) {
 // own but is a linear module) and linears left unquantized.
 json ignored_modules(const PackedCheckpoint& src) {
   std::set<std::string> names = {"lm_head"};
-  const std::string suffix = ".weight";
   for (const TensorView* t : src.dense_tensors())
-    if (t->shape.size() == 2 && t->name.ends_with(suffix) && t->name.find("embed") == std::string::npos)
-      names.insert(t->name.substr(0, t->name.size() - suffix.size()));
+    if (const auto module = weight_module_name(t->name);
+        t->shape.size() == 2 && module && t->name.find("embed") == std::string::npos)
+      names.insert(*module);
   return names;
 }
 

@@ -22,12 +22,12 @@ struct ModelInfo {
   int64_t max_position_embeddings = 0;
   double load_seconds = 0.0;
   std::map<std::string, int64_t> matmuls;  // LlamaModel::matmul_kinds(): which kernels ran
-  // How cached single-token decode steps run: "fast" (runtime/fast_decode.h, batches up to 8)
-  // or "aten: <why the fast path is unavailable>".
-  std::string decode_path;
   // Integer-only models (LlamaModel::integer_only()): the operations that ran in integers and
   // those that stayed in floating point; both empty otherwise.
   std::vector<std::string> integer_ops, float_ops;
+  // How cached single-token decode steps run: "fast" (runtime/fast_decode.h, batches up to 8)
+  // or "aten: <why the fast path is unavailable>".
+  std::string decode_path;
 };
 
 struct DatasetInfo {

@@ -9,7 +9,7 @@ namespace {
 EvalReport sample() {
   EvalReport r;
   r.fsq_version = "0.1.0";
-  r.model = {"models/m", "abc123", "LlamaForCausalLM", 260032, 512, 0.01, {{"dense f32", 35}}, {}, {}};
+  r.model = {"models/m", "abc123", "LlamaForCausalLM", 260032, 512, 0.01, {{"dense f32", 35}}, {}, {}, "fast path"};
   r.dtype = "f32";
   r.device = "cpu";
   r.threads = 2;
@@ -53,6 +53,7 @@ TEST(Report, JsonHasProvenanceAndResults) {
   EXPECT_DOUBLE_EQ(j["speed"]["decode"][0]["tokens_per_s"].get<double>(), 256.0);
   EXPECT_EQ(j["threads"], 2);
   EXPECT_EQ(j["fsq_version"], "0.1.0");
+  EXPECT_EQ(j["model"]["decode_path"], "fast path");
 }
 
 TEST(Report, OptionalSectionsAreOmitted) {
@@ -70,6 +71,7 @@ TEST(Report, TextMentionsTheNumbers) {
   EXPECT_NE(t.find("bos-window"), std::string::npos);
   EXPECT_NE(t.find("top-1 agreement 0.9000"), std::string::npos) << t;
   EXPECT_NE(t.find("decode"), std::string::npos);
+  EXPECT_NE(t.find("decoding   fast path"), std::string::npos) << t;
 }
 
 }  // namespace
