@@ -59,7 +59,7 @@ class Loader {
       count_ += out * in;
       if (p->is_w8a8()) return make_int8_linear(*p);
       if (p->is_lut()) return make_lut_linear(*p);
-      return make_quant_linear(*p);
+      return quant_linear(*p);
     }
     at::Tensor w = get(base + ".weight", {out, in});
     std::optional<at::Tensor> b;
@@ -78,7 +78,13 @@ class Loader {
       throw Error(packed_->dir().string(), "packed " + quote_name(base) + " has shape " + show({p->rows, p->cols}) +
                                                ", config.json implies " + show({rows, cols}));
     count_ += rows * cols;
-    return make_quant_linear(*p);
+    return quant_linear(*p);
+  }
+
+  std::unique_ptr<QuantLinear> quant_linear(const PackedLinear& p) const {
+    std::unique_ptr<QuantLinear> q = make_quant_linear(p);
+    q->set_int8_decode(opts_.fast_decode && opts_.int8_decode_activations);
+    return q;
   }
 
   int64_t count() const { return count_; }
@@ -177,6 +183,20 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
 }
 
 LlamaModel::~LlamaModel() = default;
+
+std::pair<int64_t, int64_t> LlamaModel::int8_decode_linears() const {
+  std::pair<int64_t, int64_t> counts{0, 0};
+  const auto count = [&](const Linear* lin) {
+    const auto* q = dynamic_cast<const QuantLinear*>(lin);
+    counts.first += q && q->int8_decode() ? 1 : 0;
+    ++counts.second;
+  };
+  for (const DecoderLayer& L : layers_)
+    for (const Linear* lin : {L.q.get(), L.k.get(), L.v.get(), L.o.get(), L.gate.get(), L.up.get(), L.down.get()})
+      count(lin);
+  count(lm_head_.get());
+  return counts;
+}
 
 DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const {
   if (index < 0 || index >= cfg_.num_layers)

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "formats/checkpoint.h"
@@ -41,6 +42,11 @@ struct RuntimeOptions {
   // Cached single-token steps run through FastDecoder (runtime/fast_decode.h) when the
   // model allows; false keeps every step on the ATen layers (the reference).
   bool fast_decode = true;
+  // On that path, 4- and 8-bit packed linears quantize their input to int8 per 32 columns
+  // and multiply in integers (runtime/cpu/uniform_q8_kernels.h, as llama.cpp's Q8_0
+  // activations), where the CPU has a kernel for it; false keeps them in f32 (exact: the
+  // path the ATen layers take). Prefill and perplexity never use it.
+  bool int8_decode_activations = true;
 };
 
 // Keys/values for incremental decoding: per layer [batch, kv_heads, max_len, head_dim].
@@ -129,6 +135,9 @@ class LlamaModel {
   bool integer_only() const { return intonly_ != nullptr; }
   // "" when cached single-token steps take the fast decode path; otherwise why not.
   const std::string& fast_decode_unavailable() const { return fast_unavailable_; }
+  // Linears (decoder layers and head) whose decode steps run on int8 activations
+  // (RuntimeOptions::int8_decode_activations), out of all of them.
+  std::pair<int64_t, int64_t> int8_decode_linears() const;
   ~LlamaModel();
 
  private:

@@ -7,6 +7,7 @@
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
+#include "runtime/cpu/uniform_q8_kernels.h"
 #include "runtime/packed_forward.h"
 #include "runtime/torch_bridge.h"
 
@@ -69,6 +70,12 @@ void QuantLinear::set_cpu_isa(cpu::CpuIsa isa) {
   if (!cpu::cpu_supports(isa))
     throw Error(describe(), std::string("this CPU does not support ") + cpu::cpu_isa_name(isa));
   isa_ = isa;
+  set_int8_decode(want_int8_decode_);
+}
+
+void QuantLinear::set_int8_decode(bool on) {
+  want_int8_decode_ = on;
+  int8_decode_ = on && cpu::uniform_q8_supported(weights_view(), isa_);
 }
 
 at::Tensor QuantLinear::forward(const at::Tensor& x) const {
@@ -81,7 +88,10 @@ at::Tensor QuantLinear::forward(const at::Tensor& x) const {
 }
 
 void QuantLinear::forward_rows(const float* x, int64_t m, float* y) const {
-  check_kernel_status(cpu::uniform_gemv(weights_view(), x, m, cols_, y, rows_, isa_), describe());
+  const cpu::UniformWeightsView view = weights_view();
+  check_kernel_status(int8_decode_ ? cpu::uniform_gemv_q8(view, x, m, cols_, y, rows_, isa_)
+                                   : cpu::uniform_gemv(view, x, m, cols_, y, rows_, isa_),
+                      describe());
   add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
 }
 

@@ -45,6 +45,11 @@ class QuantLinear final : public Linear {
   // benchmarks). Throws fsq::Error when this CPU lacks `isa`.
   void set_cpu_isa(cpu::CpuIsa isa);
   cpu::CpuIsa cpu_isa() const { return isa_; }
+  // Asks forward_rows (the decode fast path) to quantize x to int8 and multiply in
+  // integers (cpu::uniform_gemv_q8). It does so only where the kernel supports this type
+  // on this CPU; int8_decode() says whether it does. forward() stays exact.
+  void set_int8_decode(bool on);
+  bool int8_decode() const { return int8_decode_; }
   const UniformQuant& quant() const { return quant_; }
   // The packed weights as the kernels see them (valid while this object lives).
   cpu::UniformWeightsView weights_view() const;
@@ -59,6 +64,7 @@ class QuantLinear final : public Linear {
   std::optional<at::Tensor> bias_;  // f32 [rows]
   std::string method_;
   cpu::CpuIsa isa_;
+  bool want_int8_decode_ = false, int8_decode_ = false;
 };
 
 // A QuantLinear holding copies of an opened packed checkpoint's linear (the checkpoint may

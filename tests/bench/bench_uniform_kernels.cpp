@@ -19,7 +19,8 @@
 // After the Google Benchmark output it prints two tables: speedups against dense f32, and
 // the kernel's weight GB/s (packed codes + scales + zeros per second) with its ratio to the
 // read bandwidth of the same regime. FSQ_CPU_ISA=scalar|avx2|avx512 picks the kernel variant
-// (the read kernel always uses the widest). With --benchmark_repetitions the tables use
+// (the read kernel always uses the widest). The kernel table also has rows "<type>/q8":
+// cpu::uniform_gemv_q8, int8 activations (the decode fast path's default). With --benchmark_repetitions the tables use
 // the medians. A third table compares dense f32 at::linear with forward_rows
 // (cpu::dense_gemv, the decode fast path's dense linear). Timings on a shared machine are noisy: compare ratios taken in one run.
 //   bench_uniform_kernels --benchmark_filter='4096|read/'   (the LLaMA-7B shapes only)
@@ -41,6 +42,7 @@
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
 #include "runtime/cpu/uniform_kernels.h"
+#include "runtime/cpu/uniform_q8_kernels.h"
 #include "runtime/linear.h"
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
@@ -69,6 +71,11 @@ const std::vector<Shape> kShapes = {
 };
 constexpr int64_t kStreamBytes = int64_t{64} << 20;  // past L2, like a small model's layers
 constexpr int64_t kLargeCopyBytes = int64_t{256} << 20;
+
+// The kernel table's rows per type: f32 activations (cpu::uniform_gemv), then int8
+// activations (cpu::uniform_gemv_q8, labelled "<type>/q8").
+const std::string kInt8Variant = "/q8";
+const std::vector<std::string> kKernelVariants = {"", kInt8Variant};
 
 std::string shape_name(const Shape& s) { return std::to_string(s.in) + "x" + std::to_string(s.out); }
 std::string mib(int64_t bytes) { return std::to_string(bytes >> 20) + "MiB"; }
@@ -119,8 +126,10 @@ void run_linears(benchmark::State& state, const std::vector<const Linear*>& line
 }
 
 // The kernel alone, without QuantLinear::forward's tensor handling, through `linears`
-// round robin.
-void run_kernel(benchmark::State& state, const std::vector<const QuantLinear*>& linears, int64_t m, int threads) {
+// round robin: cpu::uniform_gemv, or with int8_activations cpu::uniform_gemv_q8 (the
+// decode fast path's kernel; its activation quantization is part of each call).
+void run_kernel(benchmark::State& state, const std::vector<const QuantLinear*>& linears, int64_t m, int threads,
+                bool int8_activations) {
   set_threads(threads);
   std::vector<cpu::UniformWeightsView> views;
   for (const QuantLinear* l : linears) views.push_back(l->weights_view());
@@ -130,8 +139,13 @@ void run_kernel(benchmark::State& state, const std::vector<const QuantLinear*>& 
   std::vector<float> y(static_cast<size_t>(m * rows));
   size_t next = 0;
   for (auto _ : state) {
-    if (cpu::uniform_gemv(views[next], x.data(), m, cols, y.data(), rows, isa) != cpu::KernelStatus::Ok)
-      state.SkipWithError("uniform_gemv failed");
+    const cpu::KernelStatus status =
+        int8_activations ? cpu::uniform_gemv_q8(views[next], x.data(), m, cols, y.data(), rows, isa)
+                         : cpu::uniform_gemv(views[next], x.data(), m, cols, y.data(), rows, isa);
+    if (status != cpu::KernelStatus::Ok) {
+      state.SkipWithError("the kernel refused these weights");
+      break;
+    }
     benchmark::ClobberMemory();
     next = next + 1 == views.size() ? 0 : next + 1;
   }
@@ -263,13 +277,17 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
               bench::add(key(streamed ? "stream-quant" : "quant", s, type, m, threads), [=](benchmark::State& st) {
                 run_linears(st, pointers<Linear>(fx->quant(*sp, type), streamed), m, threads);
               });
-          for (bool streamed : {false, true})
-            bench::add(key(streamed ? "stream-kernel" : "kernel", s, type, m, threads), [=](benchmark::State& st) {
-              run_kernel(st, pointers<QuantLinear>(fx->quant(*sp, type), streamed), m, threads);
+          for (const std::string& variant : kKernelVariants) {
+            const bool q8 = variant == kInt8Variant;
+            for (bool streamed : {false, true})
+              bench::add(key(streamed ? "stream-kernel" : "kernel", s, type + variant, m, threads),
+                         [=](benchmark::State& st) {
+                           run_kernel(st, pointers<QuantLinear>(fx->quant(*sp, type), streamed), m, threads, q8);
+                         });
+            bench::add(key("mem-kernel", s, type + variant, m, threads), [=](benchmark::State& st) {
+              run_kernel(st, pointers<QuantLinear>(fx->mem_quant(*sp, type), true), m, threads, q8);
             });
-          bench::add(key("mem-kernel", s, type, m, threads), [=](benchmark::State& st) {
-            run_kernel(st, pointers<QuantLinear>(fx->mem_quant(*sp, type), true), m, threads);
-          });
+          }
         }
         if (s.dense)
           bench::add(key("memcpy", s, type, 0, threads), [=](benchmark::State& st) {
@@ -323,7 +341,7 @@ void print_ratios(const bench::Collector& c, Fixtures& f, const std::vector<int>
         for (int64_t m : s.batch_rows) {
           const double dense = c.get(key("dense", s, "f32", m, threads));
           const double quant = c.get(key("quant", s, type, m, threads));
-          const double kernel = c.get(key("kernel", s, type, m, threads));
+          const double kernel = c.get(key("kernel", s, type, m, threads));  // f32 activations
           const double copy = c.get(key("memcpy", s, type, 0, threads));
           const double s_dense = c.get(key("stream-dense", s, "f32", m, threads));
           const double s_quant = c.get(key("stream-quant", s, type, m, threads));
@@ -343,7 +361,7 @@ void print_ratios(const bench::Collector& c, Fixtures& f, const std::vector<int>
   std::printf("hot: same weights; stream: cycled over %ld MiB (L3 here: %ld MiB); mem: cycled over %ld MiB\n",
               static_cast<long>(kStreamBytes >> 20), sysconf(_SC_LEVEL3_CACHE_SIZE) >> 20,
               static_cast<long>(f.mem_bytes() >> 20));
-  std::printf("%-25s %-7s %2s %3s | %7s | %7s %7s %5s | %7s %7s %5s\n", "shape (K x N)", "type", "m", "thr", "hot",
+  std::printf("%-25s %-10s %2s %3s | %7s | %7s %7s %5s | %7s %7s %5s\n", "shape (K x N)", "type", "m", "thr", "hot",
               "stream", "read", "%", "mem", "read", "%");
   const auto gbps = [](double bytes, double us) { return us > 0 ? bytes * 1e-3 / us : 0.0; };
   const auto cell = [](double v, const char* format) {
@@ -357,23 +375,25 @@ void print_ratios(const bench::Collector& c, Fixtures& f, const std::vector<int>
   for (const Shape& s : kShapes)
     for (const std::string& type : s.types)
       for (int threads : thread_counts)
-        for (int64_t m : s.batch_rows) {
-          const double hot = c.get(key("kernel", s, type, m, threads));
-          const double stream = c.get(key("stream-kernel", s, type, m, threads));
-          const double mem = c.get(key("mem-kernel", s, type, m, threads));
+        for (int64_t m : s.batch_rows)
+          for (const std::string& variant : kKernelVariants) {
+          const double hot = c.get(key("kernel", s, type + variant, m, threads));
+          const double stream = c.get(key("stream-kernel", s, type + variant, m, threads));
+          const double mem = c.get(key("mem-kernel", s, type + variant, m, threads));
           if (hot == 0 && stream == 0 && mem == 0) continue;  // filtered out
           const double bytes = static_cast<double>(f.weight_bytes(s, type));
           const double read_stream = gbps(static_cast<double>(kStreamBytes), c.get(read_key(kStreamBytes, threads)));
           const double read_mem = gbps(static_cast<double>(f.mem_bytes()), c.get(read_key(f.mem_bytes(), threads)));
           const double k_stream = gbps(bytes, stream), k_mem = gbps(bytes, mem);
-          std::printf("%-25s %-7s %2ld %3d | %7s | %7s %7s %5s | %7s %7s %5s\n",
-                      (std::string(s.what) + " " + shape_name(s)).c_str(), type.c_str(), static_cast<long>(m), threads,
+          std::printf("%-25s %-10s %2ld %3d | %7s | %7s %7s %5s | %7s %7s %5s\n",
+                      (std::string(s.what) + " " + shape_name(s)).c_str(), (type + variant).c_str(),
+                      static_cast<long>(m), threads,
                       cell(gbps(bytes, hot), "%.1f").c_str(), cell(k_stream, "%.1f").c_str(),
                       cell(read_stream, "%.1f").c_str(),
                       cell(read_stream > 0 ? 100 * k_stream / read_stream : 0, "%.0f").c_str(),
                       cell(k_mem, "%.1f").c_str(), cell(read_mem, "%.1f").c_str(),
                       cell(read_mem > 0 ? 100 * k_mem / read_mem : 0, "%.0f").c_str());
-        }
+          }
 }
 
 }  // namespace

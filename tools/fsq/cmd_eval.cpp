@@ -94,6 +94,7 @@ Command add_eval_command(CLI::App& root) {
   no_speed->excludes(speed_only);
   add_progress_flag(app, f->progress);
   add_runtime_flags(app, f->rt);
+  add_decode_flags(app, f->rt);
   app->footer(examples({
       "fsq eval --model models/stories260K --data tinystories_val.txt --protocol bos-window --seq-len 256",
       "fsq eval --model quant/ --compare models/base --data wiki.test.raw --json report.json",

@@ -91,6 +91,7 @@ Command add_generate_command(CLI::App& root) {
                   "and \"ids\" I32 (prompt + generated), to compare with another engine");
   add_force_flag(app, f->force);
   add_runtime_flags(app, f->rt);
+  add_decode_flags(app, f->rt);
   app->footer(examples({"fsq generate --model models/stories260K --prompt \"Once upon a time\" -n 40",
                         "fsq generate --model DIR --prompt \"The capital of France is\" -n 16 --ids --threads 4",
                         "fsq generate --model DIR --prompt \"Hello\" -n 32 --logits hello.safetensors"}));

@@ -22,8 +22,17 @@ void add_runtime_flags(CLI::App* app, RuntimeFlags& flags) {
       ->check(CLI::IsMember({"f32", "bf16", "f16"}));
 }
 
+void add_decode_flags(CLI::App* app, RuntimeFlags& flags) {
+  app->add_option("--decode-activations", flags.decode_activations,
+                  "inputs of the 4- and 8-bit linears when decoding token by token: int8 per 32 columns, "
+                  "multiplied in integers (fast, as llama.cpp's Q8_0), or f32 (exact, as prefill)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"int8", "f32"}));
+}
+
 RuntimeOptions runtime_options(const RuntimeFlags& flags) {
   RuntimeOptions ro;
+  ro.int8_decode_activations = flags.decode_activations == "int8";
   ro.device = parse_device(flags.device);
   ro.compute_dtype = parse_compute_dtype(flags.dtype);
   return ro;

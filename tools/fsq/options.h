@@ -34,11 +34,14 @@ struct RuntimeFlags {
   int threads = 0;  // set to hardware concurrency by add_runtime_flags
   std::string device = "cpu";
   std::string dtype = "f32";
+  std::string decode_activations = "int8";  // --decode-activations (eval, generate)
 };
 
 // --threads, --device, --dtype.
 void add_runtime_flags(CLI::App* app, RuntimeFlags& flags);
-// --device and --dtype parsed; throws fsq::Error naming the option.
+// --decode-activations int8|f32, for the commands that decode (eval, generate).
+void add_decode_flags(CLI::App* app, RuntimeFlags& flags);
+// --device, --dtype and --decode-activations parsed; throws fsq::Error naming the option.
 RuntimeOptions runtime_options(const RuntimeFlags& flags);
 // "float32" / "f32" / "bf16" / "bfloat16" / "fp16" / "float16" -> ScalarType; throws on others.
 c10::ScalarType parse_compute_dtype(const std::string& name);

@@ -85,9 +85,7 @@ void for_each_row_block(int64_t rows, int64_t work, const Fn& fn) {
 
 KernelStatus uniform_gemv(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                           int64_t y_stride, CpuIsa isa) {
-  if (check_uniform_view(w) != KernelStatus::Ok) return KernelStatus::InvalidArgument;
-  if (m < 0 || (m > 0 && (x == nullptr || y == nullptr)) || x_stride < w.cols || y_stride < w.rows)
-    return KernelStatus::InvalidArgument;
+  if (check_matmul_call(w, x, m, x_stride, y, y_stride) != KernelStatus::Ok) return KernelStatus::InvalidArgument;
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
   const GemvRowsFn rows_fn = gemv_rows_for(isa);
   const PanelLayout layout = panel_layout(isa, w.bits);

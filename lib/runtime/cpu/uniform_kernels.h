@@ -46,6 +46,10 @@ bool parse_cpu_isa(std::string_view name, CpuIsa* isa);
 // Ok when the view's sizes agree with each other (words_per_row = ceil(cols * bits / 32),
 // cols a multiple of group_cols, non-null words and scales).
 KernelStatus check_uniform_view(const UniformWeightsView& w);
+// Ok when, besides check_uniform_view, a matmul call's x [m, cols] and y [m, rows] fit w:
+// m >= 0, non-null x and y when m > 0, x_stride >= cols, y_stride >= rows.
+KernelStatus check_matmul_call(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride,
+                               const float* y, int64_t y_stride);
 
 // The spec: y[i, n] = sum_k x[i, k] * w'[n, k] for i < m, n < rows, with w' dequantized in
 // float32 exactly as dequantize_uniform does and the sum over k accumulated in double

@@ -8,9 +8,7 @@ namespace fsq::cpu {
 
 KernelStatus uniform_matmul_reference(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride,
                                       float* y, int64_t y_stride) {
-  if (check_uniform_view(w) != KernelStatus::Ok) return KernelStatus::InvalidArgument;
-  if (m < 0 || (m > 0 && (x == nullptr || y == nullptr)) || x_stride < w.cols || y_stride < w.rows)
-    return KernelStatus::InvalidArgument;
+  if (check_matmul_call(w, x, m, x_stride, y, y_stride) != KernelStatus::Ok) return KernelStatus::InvalidArgument;
   const int64_t groups = w.cols / w.group_cols;
   for (int64_t n = 0; n < w.rows; ++n) {
     const uint32_t* row = w.words + n * w.words_per_row;

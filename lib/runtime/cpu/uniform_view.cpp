@@ -21,4 +21,12 @@ KernelStatus check_uniform_view(const UniformWeightsView& w) {
   return KernelStatus::Ok;
 }
 
+KernelStatus check_matmul_call(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride,
+                               const float* y, int64_t y_stride) {
+  if (check_uniform_view(w) != KernelStatus::Ok) return KernelStatus::InvalidArgument;
+  if (m < 0 || (m > 0 && (x == nullptr || y == nullptr)) || x_stride < w.cols || y_stride < w.rows)
+    return KernelStatus::InvalidArgument;
+  return KernelStatus::Ok;
+}
+
 }  // namespace fsq::cpu

@@ -1,0 +1,166 @@
+// AVX-512 VNNI half of uniform_gemv_q8 (uniform_q8_isa.h has the layout). Compiled with
+// the AVX-512 flags and -mavx512vnni (lib/runtime/CMakeLists.txt); called only when
+// cpu_has_avx512_vnni(). Keep the includes minimal (uniform_isa.h says why).
+//
+// Per chunk of 64 code bytes and row of x: one vpdpbusd (8-bit codes) or two (4-bit: the
+// low nibbles against the even columns' codes, the high nibbles against the odd ones), the
+// 16 int32 lane sums converted to float and scaled by weight scale x activation scale per
+// lane. The zero points' part (sum_g scale * zero * group_sums[g]) starts each accumulator.
+// SmolLM2's rows are short (576 columns: 4.5 chunks of 4-bit codes), so the per-row work
+// counts: R weight rows run together, sharing the loads of x, and their R sums come out of
+// one transposing reduction.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "runtime/cpu/prefetch.h"
+#include "runtime/cpu/uniform_q8_isa.h"
+
+namespace fsq::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+// As uniform_simd_loops.h: codes are prefetched into L2 about this far ahead.
+constexpr int64_t kPrefetchBytes = 16384;
+
+// What every row of one call shares.
+struct RowsContext {
+  const Q8Batch* b = nullptr;
+  int64_t groups = 0, full_chunks = 0, tail_bytes = 0, row_bytes = 0, ahead_rows = 0;
+  __mmask64 tail_mask = 0;
+  bool lane_groups = false;  // groups narrower than a chunk: lane j in group (chunk's first) + lane_group[j]
+  __m512i lane_group;
+};
+
+// The sums of the 16 lanes of each of v[0..3], in lanes 0..3.
+__m128 reduce4(const __m512 v[4]) {
+  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(v[0], v[1]), _mm512_unpackhi_ps(v[0], v[1]));
+  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(v[2], v[3]), _mm512_unpackhi_ps(v[2], v[3]));
+  const __m512 s = _mm512_add_ps(
+      _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))),
+      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// Output rows n .. n + R - 1 for all M rows of x.
+template <int B, int M, int R>
+__attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, int64_t n, float (*scale)[kQ8MaxRowGroups + 2 * kLanes]) {
+  constexpr int64_t kChunkCols = q8_chunk_cols(B);
+  constexpr int64_t kCodesPerChunk = (B == 4 ? 2 : 1) * kQ8ChunkBytes;
+  const Q8Batch& b = *ctx.b;
+  const UniformWeightsView& w = *b.w;
+  const int64_t groups = ctx.groups;
+  const auto* rows = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
+  const uint16_t* scales = w.scales + n * groups;
+  const uint8_t* zeros = w.zeros ? w.zeros + n * groups : nullptr;
+  if (n + R - 1 + ctx.ahead_rows < w.rows) {
+    prefetch_lines(rows + ctx.ahead_rows * ctx.row_bytes, 0, R * ctx.row_bytes);
+    prefetch_lines(scales + ctx.ahead_rows * groups, 0, R * groups * 2);
+    if (zeros) prefetch_lines(zeros + ctx.ahead_rows * groups, 0, R * groups);
+  }
+  // Scales as floats; the accumulators start at minus the zero points' part.
+  __m512 acc[R][M];
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps();
+  for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
+    const int count = static_cast<int>(groups - g0 < kLanes ? groups - g0 : kLanes);
+    const auto valid = static_cast<__mmask16>((1u << count) - 1);
+    __m512 sums[M];
+    for (int i = 0; i < M; ++i) sums[i] = _mm512_maskz_loadu_ps(valid, b.group_sums + i * b.group_sums_stride + g0);
+    for (int r = 0; r < R; ++r) {
+      const __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, scales + r * groups + g0));
+      const __m512 z = zeros ? _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, zeros + r * groups + g0)))
+                             : _mm512_set1_ps(static_cast<float>(1 << (B - 1)));
+      _mm512_store_ps(scale[r] + g0, s);
+      const __m512 sz = _mm512_mul_ps(s, z);
+      for (int i = 0; i < M; ++i) acc[r][i] = _mm512_fnmadd_ps(sz, sums[i], acc[r][i]);
+    }
+  }
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+  const auto chunk = [&](int64_t c, bool tail) __attribute__((always_inline)) {
+    const int64_t g = c * kChunkCols / w.group_cols;
+    __m512i codes0[R], codes1[R];
+    __m512 s[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = rows + r * ctx.row_bytes + c * kQ8ChunkBytes;
+      const __m512i bytes = tail ? _mm512_maskz_loadu_epi8(ctx.tail_mask, p) : _mm512_loadu_si512(p);
+      codes0[r] = codes1[r] = bytes;
+      if constexpr (B == 4) {
+        codes0[r] = _mm512_and_si512(bytes, low_nibbles);
+        codes1[r] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
+      }
+      s[r] = ctx.lane_groups ? _mm512_permutexvar_ps(ctx.lane_group, _mm512_loadu_ps(scale[r] + g))
+                             : _mm512_set1_ps(scale[r][g]);
+    }
+    for (int i = 0; i < M; ++i) {
+      const int8_t* x = b.codes + i * b.codes_stride + c * kCodesPerChunk;
+      const __m512i x0 = _mm512_loadu_si512(x);
+      const __m512i x1 = B == 4 ? _mm512_loadu_si512(x + kQ8ChunkBytes) : x0;
+      const __m512 lane_scales = _mm512_loadu_ps(b.lane_scales + i * b.lane_scales_stride + c * kLanes);
+      for (int r = 0; r < R; ++r) {
+        __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes0[r], x0);
+        if constexpr (B == 4) dot = _mm512_dpbusd_epi32(dot, codes1[r], x1);
+        acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(s[r], lane_scales), acc[r][i]);
+      }
+    }
+  };
+  for (int64_t c = 0; c < ctx.full_chunks; ++c) chunk(c, false);
+  if (ctx.tail_bytes != 0) chunk(ctx.full_chunks, true);
+  for (int i = 0; i < M; ++i) {
+    float* y = b.y + i * b.y_stride + n;
+    if constexpr (R == 4) {
+      const __m512 v[4] = {acc[0][i], acc[1][i], acc[2][i], acc[3][i]};
+      _mm_storeu_ps(y, reduce4(v));
+    } else {
+      for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r][i]);
+    }
+  }
+}
+
+template <int B, int M>
+void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
+  constexpr int64_t kChunkCols = q8_chunk_cols(B), kLaneCols = kChunkCols / kLanes;
+  // Rows per block: enough accumulators in flight for few rows of x, within 32 registers.
+  constexpr int R = M <= 2 ? 4 : M <= 4 ? 2 : 1;
+  const UniformWeightsView& w = *b.w;
+  RowsContext ctx;
+  ctx.b = &b;
+  ctx.groups = w.cols / w.group_cols;
+  ctx.full_chunks = w.cols / kChunkCols;
+  ctx.tail_bytes = (w.cols % kChunkCols) * B / 8;
+  ctx.tail_mask = ctx.tail_bytes == 0 ? 0 : ~uint64_t{0} >> (64 - ctx.tail_bytes);
+  ctx.lane_groups = ctx.groups > 1 && w.group_cols < kChunkCols;
+  alignas(64) int32_t lane_group[kLanes];
+  for (int j = 0; j < kLanes; ++j) lane_group[j] = ctx.lane_groups ? static_cast<int32_t>(j * kLaneCols / w.group_cols) : 0;
+  ctx.lane_group = _mm512_load_si512(lane_group);
+  ctx.row_bytes = w.words_per_row * 4;
+  ctx.ahead_rows = (kPrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes;
+  alignas(64) float scale[R][kQ8MaxRowGroups + 2 * kLanes];
+  // A lane_groups load may read past the last group: those lanes multiply zeros, but must
+  // be finite. (Entries up to the next multiple of 16 groups are zeroed by the masked loads.)
+  const int64_t padded_groups = (ctx.groups + kLanes - 1) / kLanes * kLanes;
+  for (int r = 0; r < R; ++r) _mm512_store_ps(scale[r] + padded_groups, _mm512_setzero_ps());
+  int64_t n = row0;
+  for (; n + R <= row1; n += R) q8_row_block<B, M, R>(ctx, n, scale);
+  for (; n < row1; ++n) q8_row_block<B, M, 1>(ctx, n, scale);
+}
+
+template <int B>
+void q8_rows_bits(const Q8Batch& b, int64_t row0, int64_t row1) {
+  static_assert(kMaxGemvRows == 8, "one instantiation per batch size below");
+  constexpr Q8RowsFn by_rows[] = {q8_rows<B, 1>, q8_rows<B, 2>, q8_rows<B, 3>, q8_rows<B, 4>,
+                                  q8_rows<B, 5>, q8_rows<B, 6>, q8_rows<B, 7>, q8_rows<B, 8>};
+  by_rows[b.m - 1](b, row0, row1);
+}
+
+}  // namespace
+
+void q8_rows_avx512vnni(const Q8Batch& b, int64_t row0, int64_t row1) {
+  if (b.w->bits == 4)
+    q8_rows_bits<4>(b, row0, row1);
+  else
+    q8_rows_bits<8>(b, row0, row1);
+}
+
+}  // namespace fsq::cpu
