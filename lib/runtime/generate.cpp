@@ -18,8 +18,9 @@ std::vector<int32_t> generate_greedy(const LlamaModel& model, const std::vector<
   std::vector<int64_t> ids64(prompt.begin(), prompt.end());
   at::Tensor ids = at::tensor(ids64, at::kLong).view({1, -1}).to(model.options().device);
   for (int64_t step = 0; step < opts.max_new_tokens; ++step) {
-    at::Tensor logits = model.forward(ids, &cache);
-    if (step == 0 && opts.prompt_logits != nullptr) {
+    const bool all_rows = step == 0 && opts.prompt_logits != nullptr;
+    at::Tensor logits = model.forward(ids, &cache, all_rows ? LlamaModel::Logits::All : LlamaModel::Logits::Last);
+    if (all_rows) {
       const at::Tensor rows = logits[0].to(at::kCPU, at::kFloat).contiguous();
       opts.prompt_logits->assign(rows.data_ptr<float>(), rows.data_ptr<float>() + rows.numel());
     }

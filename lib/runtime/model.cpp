@@ -337,7 +337,7 @@ at::Tensor LlamaModel::head(const at::Tensor& hidden) const {
   return lm_head_->forward(rms_norm(hidden, final_norm_, cfg_.rms_norm_eps)).to(at::kFloat);
 }
 
-at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache) const {
+at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache, Logits which) const {
   if (ids.dim() != 2) throw Error("forward", "token ids must be [batch, tokens]");
   const int64_t start = cache ? cache->length : 0;
   if (fast_ && cache && !intonly_ && fast_->accepts(ids, *cache)) {
@@ -353,12 +353,13 @@ at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache) const {
       throw Error("forward", "the integer-only path evaluates whole windows without a KV cache; decoding with a "
                              "cache runs the checkpoint's w8a8static float path (RuntimeOptions::integer_only = "
                              "false, as fsq generate does)");
-    return head(intonly_->forward(h, rope));
+    h = intonly_->forward(h, rope);
+  } else {
+    for (size_t i = 0; i < layers_.size(); ++i)
+      h = layers_[i].forward(h, rope, cfg_, start, cache, static_cast<int64_t>(i));
+    if (cache) cache->length += ids.size(1);
   }
-  for (size_t i = 0; i < layers_.size(); ++i)
-    h = layers_[i].forward(h, rope, cfg_, start, cache, static_cast<int64_t>(i));
-  if (cache) cache->length += ids.size(1);
-  return head(h);
+  return head(which == Logits::Last ? h.narrow(1, h.size(1) - 1, 1) : h);
 }
 
 KVCache LlamaModel::new_cache(int64_t batch, int64_t max_len) const {

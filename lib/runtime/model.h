@@ -106,10 +106,15 @@ class LlamaModel {
   // Decoder layer `index` of the checkpoint (same checks as load()).
   DecoderLayer load_layer(const Checkpoint& ckpt, int64_t index) const;
 
+  // Which positions get logits: all (perplexity), or the last one only (generation's
+  // prompt, where the head over every position would cost a fifth of a small model's work).
+  enum class Logits { All, Last };
   // ids: int64 [B, T]. Without a cache: positions 0..T-1. With a cache: positions
-  // cache->length .. +T-1, then cache->length += T. Returns fp32 logits [B, T, vocab].
+  // cache->length .. +T-1, then cache->length += T. Returns fp32 logits [B, T, vocab], or
+  // [B, 1, vocab] for Logits::Last (the last row of All up to float rounding: the head may
+  // take another kernel for one row than for many).
   // The integer-only path evaluates whole windows: with a cache it throws fsq::Error.
-  at::Tensor forward(const at::Tensor& ids, KVCache* cache = nullptr) const;
+  at::Tensor forward(const at::Tensor& ids, KVCache* cache = nullptr, Logits which = Logits::All) const;
 
   KVCache new_cache(int64_t batch, int64_t max_len) const;
 

@@ -49,6 +49,26 @@ TEST_P(KVCacheTest, IncrementalDecodeMatchesFullForward) {
   std::filesystem::remove_all(dir);
 }
 
+TEST_P(KVCacheTest, LastLogitsAreTheLastRowOfAll) {
+  // Generation's prompt asks for the last position's logits only; with and without a cache.
+  const Case& c = GetParam();
+  const testing::TempDir dir(std::string("fsq-last-") + c.name);
+  testing::write_tiny_model(dir.path(), c.spec);
+  auto ckpt = Checkpoint::open(dir.path());
+  auto model = LlamaModel::load(ckpt, RuntimeOptions{});
+  const int64_t batch = 2, T = 11;
+  at::manual_seed(3);
+  const at::Tensor ids = at::randint(0, c.spec.vocab, {batch, T}, at::kLong);
+  const at::Tensor all = model->forward(ids);
+  const at::Tensor last = model->forward(ids, nullptr, LlamaModel::Logits::Last);
+  ASSERT_EQ(last.sizes(), (std::vector<int64_t>{batch, 1, c.spec.vocab}));
+  EXPECT_LE((last.select(1, 0) - all.select(1, T - 1)).abs().max().item<double>(), kCacheTolerance);
+  KVCache cache = model->new_cache(batch, T);
+  const at::Tensor cached = model->forward(ids, &cache, LlamaModel::Logits::Last);
+  EXPECT_EQ(cache.length, T);
+  EXPECT_LE((cached.select(1, 0) - all.select(1, T - 1)).abs().max().item<double>(), kCacheTolerance);
+}
+
 testing::TinyModelSpec spec_with(int64_t heads, int64_t kv_heads, bool tied, const char* arch = "LlamaForCausalLM",
                                  bool bias = false) {
   testing::TinyModelSpec s;
