@@ -4,7 +4,8 @@
 // block that large: glibc maps blocks over its 32 MiB mmap threshold anew every time, so the
 // kernel zeroed and page-faulted ~600 MB per layer (about a fifth of prefill time in perf).
 // Blocks of scores under that threshold are reused from the heap, and scale and mask run in
-// place. Each query row's arithmetic is the same in any block size.
+// place. A block multiplies only the keys its last query sees, so the products shrink with
+// causality; the value product's length, and so its rounding, depends on the block size.
 #pragma once
 
 #include <ATen/core/Tensor.h>
