@@ -107,6 +107,7 @@ at::Tensor LutLinear::forward(const at::Tensor& x) const {
   const PackedKernels kernels{
       [&](const float* in, int64_t m, float* y) { return cpu::lut_gemv(view, in, m, cols_, y, rows_, isa_); },
       [&](int64_t row0, int64_t n, float* out) { return cpu::lut_dequantize_rows(view, row0, n, out, isa_); },
+      {},
       {}};
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }

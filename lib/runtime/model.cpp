@@ -84,6 +84,7 @@ class Loader {
   std::unique_ptr<QuantLinear> quant_linear(const PackedLinear& p) const {
     std::unique_ptr<QuantLinear> q = make_quant_linear(p);
     q->set_int8_decode(opts_.fast_decode && opts_.int8_decode_activations);
+    q->set_int8_prefill(opts_.int8_prefill_activations);
     return q;
   }
 
@@ -184,18 +185,32 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
 
 LlamaModel::~LlamaModel() = default;
 
-std::pair<int64_t, int64_t> LlamaModel::int8_decode_linears() const {
+namespace {
+
+// How many of the model's linears (decoder layers and head) satisfy `pick`, out of all.
+template <typename Layers, typename Pick>
+std::pair<int64_t, int64_t> count_quant_linears(const Layers& layers, const Linear* head, Pick pick) {
   std::pair<int64_t, int64_t> counts{0, 0};
   const auto count = [&](const Linear* lin) {
     const auto* q = dynamic_cast<const QuantLinear*>(lin);
-    counts.first += q && q->int8_decode() ? 1 : 0;
+    counts.first += q && pick(*q) ? 1 : 0;
     ++counts.second;
   };
-  for (const DecoderLayer& L : layers_)
+  for (const auto& L : layers)
     for (const Linear* lin : {L.q.get(), L.k.get(), L.v.get(), L.o.get(), L.gate.get(), L.up.get(), L.down.get()})
       count(lin);
-  count(lm_head_.get());
+  count(head);
   return counts;
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> LlamaModel::int8_prefill_linears() const {
+  return count_quant_linears(layers_, lm_head_.get(), [](const QuantLinear& q) { return q.int8_prefill(); });
+}
+
+std::pair<int64_t, int64_t> LlamaModel::int8_decode_linears() const {
+  return count_quant_linears(layers_, lm_head_.get(), [](const QuantLinear& q) { return q.int8_decode(); });
 }
 
 DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const {

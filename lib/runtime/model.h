@@ -47,6 +47,12 @@ struct RuntimeOptions {
   // activations), where the CPU has a kernel for it; false keeps them in f32 (exact: the
   // path the ATen layers take). Prefill and perplexity never use it.
   bool int8_decode_activations = true;
+  // Forward passes of more than cpu::kMaxGemvRows tokens (prompts, perplexity and
+  // calibration windows) multiply the 2/3/4-bit and symmetric 8-bit packed linears on int8
+  // activations likewise (cpu::uniform_gemm_q8, AVX-512 VNNI) instead of dequantizing them
+  // into an f32 GEMM. Off by default: it changes perplexity, and the f32 GEMM is the
+  // reference every quality table so far used.
+  bool int8_prefill_activations = false;
 };
 
 // Keys/values for incremental decoding: per layer [batch, kv_heads, max_len, head_dim].
@@ -140,6 +146,9 @@ class LlamaModel {
   bool integer_only() const { return intonly_ != nullptr; }
   // "" when cached single-token steps take the fast decode path; otherwise why not.
   const std::string& fast_decode_unavailable() const { return fast_unavailable_; }
+  // Linears (decoder layers and head) whose prompts and windows run on int8 activations
+  // (RuntimeOptions::int8_prefill_activations), out of all of them.
+  std::pair<int64_t, int64_t> int8_prefill_linears() const;
   // Linears (decoder layers and head) whose decode steps run on int8 activations
   // (RuntimeOptions::int8_decode_activations), out of all of them.
   std::pair<int64_t, int64_t> int8_decode_linears() const;

@@ -49,6 +49,8 @@ at::Tensor packed_forward(const at::Tensor& x, int64_t rows, int64_t cols, const
     check_kernel_status(kernels.matmul(x2d.data_ptr<float>(), m, y.data_ptr<float>()), where);
   else if (m <= cpu::kMaxGemvRows)
     check_kernel_status(kernels.gemv(x2d.data_ptr<float>(), m, y.data_ptr<float>()), where);
+  else if (kernels.many_rows)
+    check_kernel_status(kernels.many_rows(x2d.data_ptr<float>(), m, y.data_ptr<float>()), where);
   else
     blocked_matmul(x2d, y, rows, cols, kernels, where);
   if (bias) y.add_(*bias);

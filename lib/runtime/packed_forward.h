@@ -23,6 +23,9 @@ struct PackedKernels {
   // When set: y [m, rows] = x [m, cols] W'^T for every m (the W8A8 kernels, which quantize
   // x themselves); gemv and dequantize_rows are then unused.
   std::function<cpu::KernelStatus(const float* x, int64_t m, float* y)> matmul;
+  // When set: y = x W'^T for m > cpu::kMaxGemvRows instead of dequantize_rows + at::mm (the
+  // int8-activation prefill GEMM).
+  std::function<cpu::KernelStatus(const float* x, int64_t m, float* y)> many_rows;
 };
 
 // x [..., cols] floating on the CPU (computed in f32) -> [..., rows]. `where` names the

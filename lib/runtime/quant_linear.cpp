@@ -71,6 +71,7 @@ void QuantLinear::set_cpu_isa(cpu::CpuIsa isa) {
     throw Error(describe(), std::string("this CPU does not support ") + cpu::cpu_isa_name(isa));
   isa_ = isa;
   set_int8_decode(want_int8_decode_);
+  set_int8_prefill(want_int8_prefill_);
 }
 
 void QuantLinear::set_int8_decode(bool on) {
@@ -78,12 +79,22 @@ void QuantLinear::set_int8_decode(bool on) {
   int8_decode_ = on && cpu::uniform_q8_supported(weights_view(), isa_);
 }
 
+void QuantLinear::set_int8_prefill(bool on) {
+  want_int8_prefill_ = on;
+  int8_prefill_ = on && cpu::uniform_gemm_q8_supported(weights_view(), isa_);
+}
+
 at::Tensor QuantLinear::forward(const at::Tensor& x) const {
   const cpu::UniformWeightsView view = weights_view();
-  const PackedKernels kernels{
+  PackedKernels kernels{
       [&](const float* in, int64_t m, float* y) { return cpu::uniform_gemv(view, in, m, cols_, y, rows_, isa_); },
       [&](int64_t row0, int64_t n, float* out) { return cpu::uniform_dequantize_rows(view, row0, n, out, isa_); },
+      {},
       {}};
+  if (int8_prefill_)
+    kernels.many_rows = [&](const float* in, int64_t m, float* y) {
+      return cpu::uniform_gemm_q8(view, in, m, cols_, y, rows_, isa_);
+    };
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 

@@ -50,6 +50,11 @@ class QuantLinear final : public Linear {
   // on this CPU; int8_decode() says whether it does. forward() stays exact.
   void set_int8_decode(bool on);
   bool int8_decode() const { return int8_decode_; }
+  // Asks forward() to multiply inputs of more than cpu::kMaxGemvRows rows (prompts,
+  // perplexity windows) on int8 activations (cpu::uniform_gemm_q8) where the kernel supports
+  // this type on this CPU; int8_prefill() says whether it does. Off: dequantize + f32 GEMM.
+  void set_int8_prefill(bool on);
+  bool int8_prefill() const { return int8_prefill_; }
   const UniformQuant& quant() const { return quant_; }
   // The packed weights as the kernels see them (valid while this object lives).
   cpu::UniformWeightsView weights_view() const;
@@ -65,6 +70,7 @@ class QuantLinear final : public Linear {
   std::string method_;
   cpu::CpuIsa isa_;
   bool want_int8_decode_ = false, int8_decode_ = false;
+  bool want_int8_prefill_ = false, int8_prefill_ = false;
 };
 
 // A QuantLinear holding copies of an opened packed checkpoint's linear (the checkpoint may

@@ -28,11 +28,18 @@ void add_decode_flags(CLI::App* app, RuntimeFlags& flags) {
                   "multiplied in integers (fast, as llama.cpp's Q8_0), or f32 (exact, as prefill)")
       ->capture_default_str()
       ->check(CLI::IsMember({"int8", "f32"}));
+  app->add_option("--prefill-activations", flags.prefill_activations,
+                  "inputs of the packed linears in prompts and perplexity windows: f32 (exact: dequantized "
+                  "weights times f32 activations) or int8 per 32 columns multiplied in integers (faster with "
+                  "AVX-512 VNNI, as llama.cpp's prompt processing; changes perplexity slightly)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"int8", "f32"}));
 }
 
 RuntimeOptions runtime_options(const RuntimeFlags& flags) {
   RuntimeOptions ro;
   ro.int8_decode_activations = flags.decode_activations == "int8";
+  ro.int8_prefill_activations = flags.prefill_activations == "int8";
   ro.device = parse_device(flags.device);
   ro.compute_dtype = parse_compute_dtype(flags.dtype);
   return ro;

@@ -56,7 +56,7 @@ struct Q8Panel {
   void fill_row(const UniformWeightsView& w, int64_t i, const float* x, std::vector<int8_t>& q,
                 std::vector<float>& d) {
     const int64_t cols = w.cols, chunk = q8_chunk_cols(w.bits), lane_cols = chunk / kQ8ChunkLanes;
-    quantize_q8_row(x, cols, q.data(), d.data());
+    quantize_q8_row_fast(x, cols, q.data(), d.data());
     int8_t* row_codes = codes.data() + i * codes_stride;
     if (w.bits == 4) {
       for (int64_t k0 = 0; k0 < cols; k0 += chunk) {  // chunk c: even columns at 128 c, odd at 128 c + 64
@@ -111,6 +111,14 @@ void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d) {
       q[k0 + k] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
     }
   }
+}
+
+void quantize_q8_row_fast(const float* x, int64_t cols, int8_t* q, float* d) {
+  static const bool vnni = cpu_has_avx512_vnni();
+  if (vnni)
+    quantize_q8_row_avx512(x, cols, q, d);
+  else
+    quantize_q8_row(x, cols, q, d);
 }
 
 bool uniform_q8_supported(const UniformWeightsView& w, CpuIsa isa) {

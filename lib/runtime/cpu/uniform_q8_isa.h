@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/uniform_kernels.h"
+#include "runtime/cpu/uniform_q8_kernels.h"  // kQ8BlockCols
 
 namespace fsq::cpu {
 
@@ -48,5 +49,46 @@ inline constexpr int64_t kQ8MaxRowGroups = 2048;
 using Q8RowsFn = void (*)(const Q8Batch& batch, int64_t row0, int64_t row1);
 void q8_rows_avx2(const Q8Batch& batch, int64_t row0, int64_t row1);        // 4-bit only
 void q8_rows_avx512vnni(const Q8Batch& batch, int64_t row0, int64_t row1);  // 4- and 8-bit
+
+// The prefill GEMM (uniform_gemm_q8). Output columns (weight rows) are taken in tiles of 32,
+// each unpacked once per call into signed codes laid out for vpdpbusd with x broadcast: per
+// activation block of 32 columns, 8 chunks of 4 columns; per chunk two halves of 16 lanes
+// (tile rows 0-15, 16-31), each lane the 4 codes (code - zero) of its row in the chunk.
+inline constexpr int64_t kQ8TileRows = 32;
+inline constexpr int64_t kQ8TileBlockBytes = kQ8BlockCols * kQ8TileRows;  // 1024
+
+struct Q8GemmTile {
+  int8_t* codes = nullptr;   // [cols / 32][kQ8TileBlockBytes]; 0 past the last weight row
+  int32_t* init = nullptr;   // [cols / 32][32]: -128 * sum over the block of (code - zero)
+  float* scales = nullptr;   // [cols / 32][32]: the scale of the block's group; 0 past the last row
+};
+
+// Baseline-code parts of packing a tile of weight rows [n0, n0 + 32) (rows past w.rows give
+// zeros): the codes minus their zero points, row-major into out[32][cols] (any width; the
+// VNNI kernel unpacks 4- and 8-bit rows itself), and tile.scales.
+void unpack_q8_gemm_rows(const UniformWeightsView& w, int64_t n0, int8_t* out);
+void fill_q8_gemm_tile_scales(const UniformWeightsView& w, int64_t n0, const Q8GemmTile& tile);
+
+// y[i, n] for i < m and every weight row n, from activation codes biased to unsigned
+// (x[i, k] = q + 128, as vpdpbusd takes them) and their block scales d[i, b].
+struct Q8GemmArgs {
+  const UniformWeightsView* w = nullptr;
+  int64_t m = 0;
+  const uint8_t* x = nullptr;
+  int64_t x_stride = 0;
+  const float* d = nullptr;
+  int64_t d_stride = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+void q8_gemm_avx512vnni(const Q8GemmArgs& args);  // OpenMP over tiles of 32 weight rows
+
+// quantize_q8_row in AVX-512 (the same operations per element, so the same codes and
+// scales bit for bit); the scalar loop does not vectorize (its max and NaN checks are
+// reductions GCC keeps in order).
+void quantize_q8_row_avx512(const float* x, int64_t cols, int8_t* q, float* d);
+// quantize_q8_row_avx512 where the CPU has AVX-512 VNNI (the file it lives in needs it),
+// else quantize_q8_row.
+void quantize_q8_row_fast(const float* x, int64_t cols, int8_t* q, float* d);
 
 }  // namespace fsq::cpu

@@ -45,4 +45,16 @@ KernelStatus uniform_gemv_q8_reference(const UniformWeightsView& w, const float*
 KernelStatus uniform_gemv_q8(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                              int64_t y_stride, CpuIsa isa);
 
+// The prefill GEMM on int8 activations: the same spec as uniform_gemv_q8_reference, for
+// any number of rows of x. Each tile of 32 weight rows is unpacked once into int8 codes and
+// multiplied by every row of x (AVX-512 VNNI, x broadcast, 4 columns x 16 weight rows per
+// vpdpbusd), so the unpacking that bounds the GEMV is amortized over the rows of a prompt.
+// Supported: bits <= 4 (any zero points) or 8-bit symmetric (code - zero fits int8), cols
+// and group_cols multiples of 32, and a CPU with AVX-512 VNNI.
+bool uniform_gemm_q8_supported(const UniformWeightsView& w, CpuIsa isa);
+
+// InvalidArgument when the call or the layout is unsupported, IsaUnavailable without VNNI.
+KernelStatus uniform_gemm_q8(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
+                             int64_t y_stride, CpuIsa isa);
+
 }  // namespace fsq::cpu

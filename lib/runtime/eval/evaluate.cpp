@@ -48,6 +48,8 @@ Loaded load_model(const std::filesystem::path& dir, const RuntimeOptions& ro) {
   info.decode_path = no_fast.empty() ? "fast path (batches of 1 to 8 sequences, no per-op dispatch)" : "aten: " + no_fast;
   if (const auto [int8, all] = model->int8_decode_linears(); no_fast.empty() && int8 > 0)
     info.decode_path += ", int8 activations in " + std::to_string(int8) + " of " + std::to_string(all) + " linears";
+  if (const auto [int8, all] = model->int8_prefill_linears(); int8 > 0)
+    info.prefill_path = "int8 activations in " + std::to_string(int8) + " of " + std::to_string(all) + " linears";
   if (model->integer_only()) {
     info.integer_ops = IntonlyStack::integer_ops();
     info.float_ops = IntonlyStack::float_ops();

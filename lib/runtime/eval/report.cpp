@@ -17,6 +17,7 @@ json model_json(const ModelInfo& m) {
           {"load_seconds", m.load_seconds},
           {"matmuls", m.matmuls}};
   if (!m.decode_path.empty()) j["decode_path"] = m.decode_path;
+  if (!m.prefill_path.empty()) j["prefill_path"] = m.prefill_path;
   if (!m.integer_ops.empty()) j["integer_only"] = m.integer_ops;
   if (!m.float_ops.empty()) j["float"] = m.float_ops;
   return j;
@@ -97,6 +98,7 @@ std::string report_text(const EvalReport& r) {
     matmuls += (matmuls.empty() ? "" : "; ") + std::to_string(count) + " x " + kind;
   if (!matmuls.empty()) out += "matmuls    " + matmuls + "\n";
   if (!m.decode_path.empty()) out += "decoding   " + m.decode_path + "\n";
+  if (!m.prefill_path.empty()) out += "prefill    " + m.prefill_path + "\n";
   auto join = [](const std::vector<std::string>& v) {
     std::string s;
     for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;

@@ -28,6 +28,9 @@ struct ModelInfo {
   // How cached single-token decode steps run: "fast" (runtime/fast_decode.h, batches up to 8)
   // or "aten: <why the fast path is unavailable>".
   std::string decode_path;
+  // How packed linears multiply prompts and windows: "f32 ..." or "int8 activations in N of
+  // M linears" (RuntimeOptions::int8_prefill_activations). "" when not recorded.
+  std::string prefill_path;
 };
 
 struct DatasetInfo {

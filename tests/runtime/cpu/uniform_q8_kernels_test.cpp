@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
 
 #include "common/half.h"
+#include "runtime/cpu/int8_kernels.h"  // cpu_has_avx512_vnni
+#include "runtime/cpu/uniform_q8_isa.h"
 #include "runtime/cpu/uniform_q8_kernels.h"
 #include "uniform_test_support.h"
 
@@ -56,6 +60,32 @@ TEST(UniformQ8, QuantizeRowRoundsToNearestEvenPerBlockOf32) {
   EXPECT_EQ(r.q[64], 127);
   EXPECT_EQ(r.q[65], 2);
   EXPECT_EQ(r.q[66], -2);
+}
+
+// The AVX-512 quantizer gives the spec's codes and scales bit for bit: rows of every length
+// around the block and vector widths, with zeros, tiny, huge and non-finite values.
+TEST(UniformQ8, VectorQuantizerEqualsTheSpecBitForBit) {
+  if (!cpu::cpu_has_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float specials[] = {0.0f, -0.0f, 1e-40f, 3e38f, std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), 0.5f, -126.5f};
+  for (int64_t cols : {1, 15, 16, 17, 31, 32, 33, 48, 64, 100, 576}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<float> x(static_cast<size_t>(cols));
+      for (float& v : x) v = normal(rng) * (trial % 3 == 0 ? 1e-3f : 10.0f);
+      if (trial % 4 == 1) x[static_cast<size_t>(trial) % x.size()] = specials[trial % 8];
+      if (trial % 5 == 2) std::fill(x.begin(), x.begin() + std::min<int64_t>(cols, 32), 0.0f);
+      const int64_t blocks = (cols + cpu::kQ8BlockCols - 1) / cpu::kQ8BlockCols;
+      std::vector<int8_t> q_spec(x.size()), q_vec(x.size());
+      std::vector<float> d_spec(static_cast<size_t>(blocks)), d_vec(static_cast<size_t>(blocks));
+      cpu::quantize_q8_row(x.data(), cols, q_spec.data(), d_spec.data());
+      cpu::quantize_q8_row_avx512(x.data(), cols, q_vec.data(), d_vec.data());
+      ASSERT_EQ(q_spec, q_vec) << "cols " << cols << " trial " << trial;
+      ASSERT_EQ(std::memcmp(d_spec.data(), d_vec.data(), d_spec.size() * sizeof(float)), 0)
+          << "cols " << cols << " trial " << trial;
+    }
+  }
 }
 
 TEST(UniformQ8, NonFiniteActivationGivesNanOutputs) {
@@ -170,6 +200,64 @@ TEST(UniformQ8, SimdKernelsMatchTheSpecOnEverySupportedType) {
     }
   }
   if (runs == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI: no int8-activation kernel to test";
+}
+
+// The prefill GEMM computes the same spec for any number of rows of x: rows of x around
+// its register tile of 6, weight rows around its tiles of 32, every type it takes.
+TEST(UniformQ8, GemmMatchesTheSpecOnEverySupportedType) {
+  int runs = 0;
+  for (const UniformQuantType& t : uniform_quant_types()) {
+    for (const test::KGroup& kg : test::test_k_groups()) {
+      if (kg.group_size != t.quant.group_size) continue;
+      for (int64_t rows : {1, 31, 33, 70}) {
+        const int64_t cols = kg.cols, x_stride = cols + test::kXPadding, max_m = 13;
+        const PackedWeights w(t.quant, rows, cols, 41);
+        if (!cpu::uniform_gemm_q8_supported(w.view(), CpuIsa::Avx512)) continue;
+        const std::vector<float> x = test::activations(max_m, cols, x_stride, 23);
+        std::vector<float> ref(static_cast<size_t>(max_m * rows));
+        ASSERT_EQ(cpu::uniform_gemv_q8_reference(w.view(), x.data(), max_m, x_stride, ref.data(), rows),
+                  KernelStatus::Ok);
+        for (int64_t m : {1, 5, 6, 7, 13}) {
+          SCOPED_TRACE(test::quant_label(t.quant, rows, cols) + " m=" + std::to_string(m));
+          GuardedOutput y(m, rows, rows + test::kYPadding);
+          ASSERT_EQ(cpu::uniform_gemm_q8(w.view(), x.data(), m, x_stride, y.data(), y.stride(), CpuIsa::Avx512),
+                    KernelStatus::Ok);
+          const std::vector<float> got = y.dense();
+          for (int64_t i = 0; i < m; ++i) {
+            const QuantizedRow r = quantize_row(x.data() + i * x_stride, cols);
+            for (int64_t n = 0; n < rows; ++n)
+              ASSERT_NEAR(got[static_cast<size_t>(i * rows + n)], ref[static_cast<size_t>(i * rows + n)],
+                          kernel_tolerance(w, r, n))
+                  << "row " << i << " output " << n;
+          }
+          ASSERT_TRUE(y.guards_intact());
+          ++runs;
+        }
+      }
+    }
+  }
+  if (runs == 0) GTEST_SKIP() << "this CPU has no AVX-512 VNNI: the int8 prefill GEMM does not run here";
+}
+
+TEST(UniformQ8, GemmTakesNarrowCodesAndSymmetricEightBitOnly) {
+  const PackedWeights w3(UniformQuant{3, 64, false}, 3, 576, 1);
+  const PackedWeights w8s(UniformQuant{8, 64, true}, 3, 576, 1);
+  const PackedWeights w8a(UniformQuant{8, 64, false}, 3, 576, 1);
+  const PackedWeights narrow_groups(UniformQuant{4, 0, true}, 3, 100, 1);  // 100 columns: not whole blocks
+  std::vector<float> x(576, 1.0f), y(3);
+  EXPECT_EQ(cpu::uniform_gemm_q8(w8a.view(), x.data(), 1, 576, y.data(), 3, CpuIsa::Avx512),
+            KernelStatus::InvalidArgument);
+  EXPECT_EQ(cpu::uniform_gemm_q8(narrow_groups.view(), x.data(), 1, 100, y.data(), 3, CpuIsa::Avx512),
+            KernelStatus::InvalidArgument);
+  EXPECT_FALSE(cpu::uniform_gemm_q8_supported(w3.view(), CpuIsa::Avx2));
+  EXPECT_FALSE(cpu::uniform_gemm_q8_supported(w8a.view(), CpuIsa::Avx512));
+  if (!cpu::uniform_gemm_q8_supported(w3.view(), CpuIsa::Avx512))
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  EXPECT_TRUE(cpu::uniform_gemm_q8_supported(w8s.view(), CpuIsa::Avx512));
+  // A non-finite activation makes its row's outputs NaN, as on the f32 path.
+  x[100] = std::numeric_limits<float>::quiet_NaN();
+  ASSERT_EQ(cpu::uniform_gemm_q8(w3.view(), x.data(), 1, 576, y.data(), 3, CpuIsa::Avx512), KernelStatus::Ok);
+  for (float v : y) EXPECT_TRUE(std::isnan(v));
 }
 
 TEST(UniformQ8, SupportIsDecidedByBitsGroupsAndIsa) {

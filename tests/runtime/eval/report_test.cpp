@@ -9,7 +9,7 @@ namespace {
 EvalReport sample() {
   EvalReport r;
   r.fsq_version = "0.1.0";
-  r.model = {"models/m", "abc123", "LlamaForCausalLM", 260032, 512, 0.01, {{"dense f32", 35}}, {}, {}, "fast path"};
+  r.model = {"models/m", "abc123", "LlamaForCausalLM", 260032, 512, 0.01, {{"dense f32", 35}}, {}, {}, "fast path", "int8 activations in 211 of 211 linears"};
   r.dtype = "f32";
   r.device = "cpu";
   r.threads = 2;
@@ -54,6 +54,8 @@ TEST(Report, JsonHasProvenanceAndResults) {
   EXPECT_EQ(j["threads"], 2);
   EXPECT_EQ(j["fsq_version"], "0.1.0");
   EXPECT_EQ(j["model"]["decode_path"], "fast path");
+  EXPECT_EQ(j["model"]["prefill_path"], "int8 activations in 211 of 211 linears");
+  EXPECT_EQ(j["model"]["prefill_path"], "int8 activations in 211 of 211 linears");
 }
 
 TEST(Report, OptionalSectionsAreOmitted) {
@@ -72,6 +74,7 @@ TEST(Report, TextMentionsTheNumbers) {
   EXPECT_NE(t.find("top-1 agreement 0.9000"), std::string::npos) << t;
   EXPECT_NE(t.find("decode"), std::string::npos);
   EXPECT_NE(t.find("decoding   fast path"), std::string::npos) << t;
+  EXPECT_NE(t.find("prefill    int8 activations in 211 of 211 linears"), std::string::npos) << t;
 }
 
 }  // namespace
