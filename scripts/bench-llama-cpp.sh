@@ -104,7 +104,8 @@ for t in $threads_list; do
 done
 echo "tok/s; llama.cpp: llama-bench averages of $reps runs; fsq: medians after warm-up (fsq eval --speed-only)"
 echo "RSS: peak MiB; llama.cpp: llama-bench decoding 64 tokens alone; fsq: the whole eval --speed-only run"
-echo "fsq w4g128: RTN, g64 where 128 does not divide a row, embedding/head w8g64s (--head-bits 8)"
+echo "fsq w4g128: RTN, g64 where 128 does not divide a row, embedding/head w8g64s (--head-bits 8);"
+echo "  its prompts and decode steps multiply on int8 activations per 32 columns (fsq's defaults, as Q4_0 x Q8_0)"
 
 [[ $ppl_windows -gt 0 ]] || exit 0
 ppl_threads="$(tr ' ' '\n' <<<"$threads_list" | sort -n | tail -n 1)"
@@ -118,18 +119,21 @@ timed() {  # log command... -> wall seconds (the log keeps the output)
 }
 echo
 echo "perplexity wall time: $ppl_windows windows of 2048 tokens of $(basename "$text"), $ppl_threads threads"
-printf '%-8s | %-10s %9s %9s | %-10s %9s %9s | %7s\n' precision "llama.cpp" "seconds" "ppl" fsq "seconds" "ppl" \
+printf '%-9s | %-10s %9s %9s | %-10s %9s %9s | %7s\n' precision "llama.cpp" "seconds" "ppl" fsq "seconds" "ppl" \
   "time x"
-for pair in "f32:$f32_gguf:$hf" "q4:$q4_gguf:$w4"; do
-  IFS=: read -r label gguf model <<<"$pair"
-  ls="$(timed "$tmp/lp.log" "$llama/llama-perplexity" -m "$gguf" -f "$text" -c 2048 --chunks "$ppl_windows" \
-    -t "$ppl_threads")"
-  lppl="$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/lp.log" | awk '{print $NF}')"
+# q4-f32act: the same W4 checkpoint with exact (f32) prefill activations, for the price of them.
+for pair in "f32:$f32_gguf:$hf:int8" "q4:$q4_gguf:$w4:int8" "q4-f32act:$q4_gguf:$w4:f32"; do
+  IFS=: read -r label gguf model acts <<<"$pair"
+  if [[ $label != q4-f32act ]]; then  # llama.cpp's Q4_0 row is the same for both fsq rows
+    ls="$(timed "$tmp/lp.log" "$llama/llama-perplexity" -m "$gguf" -f "$text" -c 2048 --chunks "$ppl_windows" \
+      -t "$ppl_threads")"
+    lppl="$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/lp.log" | awk '{print $NF}')"
+  fi
   fs="$(timed "$tmp/fp.log" "$fsq" eval --model "$model" --data "$text" --protocol llama.cpp --seq-len 2048 \
-    --max-windows "$ppl_windows" --no-speed --threads "$ppl_threads" --progress off)"
+    --max-windows "$ppl_windows" --no-speed --threads "$ppl_threads" --progress off --prefill-activations "$acts")"
   fppl="$(awk '/^perplexity/ {print $2; exit}' "$tmp/fp.log")"
-  case $label in f32) ln=F32; fn=f32 ;; q4) ln=Q4_0; fn=w4g128 ;; esac
-  printf '%-8s | %-10s %9s %9s | %-10s %9s %9s | %7.2f\n' "$label" "$ln" "$ls" "$lppl" "$fn" "$fs" "$fppl" \
+  case $label in f32) ln=F32; fn=f32 ;; q4) ln=Q4_0; fn=w4g128 ;; q4-f32act) ln=Q4_0; fn=w4g128 ;; esac
+  printf '%-9s | %-10s %9s %9s | %-10s %9s %9s | %7.2f\n' "$label" "$ln" "$ls" "$lppl" "$fn" "$fs" "$fppl" \
     "$(python3 -c "print($fs / $ls)")"
 done
 echo "seconds: whole process wall time, model load included; time x = fsq / llama.cpp (below 1: fsq faster)"

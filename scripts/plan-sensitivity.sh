@@ -32,7 +32,7 @@ kl_of() {  # NAME BITS_JSON -> mean KL of an RTN checkpoint with those widths
     --progress off --out "$work/$name" >/dev/null
   "$fsq" eval --model "$work/$name" --compare "$model" --data "$text" --protocol "$protocol" --seq-len "$seq_len" \
     --max-windows "$windows" --threads "$threads" --no-speed --progress off --reference-cache "$work/refcache" \
-    --json "$work/$name.eval.json" >/dev/null
+    --prefill-activations f32 --json "$work/$name.eval.json" >/dev/null
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["compare"]["mean_kl"])' "$work/$name.eval.json"
   rm -rf "$work/$name"
 }

@@ -76,8 +76,11 @@ row() {  # name dir bits group bpw seconds
   for p in $protocols; do
     for f in "${eval_files[@]}"; do
       local r="$work/reports/$1-$3-$4-$p-$(basename "$f").json"
+      # f32 activations: the table measures the quantizers, each on its exact weights (the
+      # runtime's int8 prefill activations, the default, add KL ~1 % to the uniform types only).
       "$fsq" eval --model "$2" --compare "$model" --data "$f" --protocol "$p" --seq-len "$seq_len" \
         --max-windows "$max_windows" --threads "$threads" --no-speed --progress off --json "$r" \
+        --prefill-activations f32 \
         --reference-cache "$work/refcache" >/dev/null
       python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["perplexity"]; c=r["compare"]
 print(" | %9.4f %8.5f %8.4f" % (p["ppl"], c["mean_kl"], c["top1_agreement"]), end="")' "$r"

@@ -35,7 +35,7 @@ struct RuntimeFlags {
   std::string device = "cpu";
   std::string dtype = "f32";
   std::string decode_activations = "int8";  // --decode-activations (eval, generate)
-  std::string prefill_activations = "f32";  // --prefill-activations (eval, generate)
+  std::string prefill_activations = "int8";  // --prefill-activations (eval, generate)
 };
 
 // --threads, --device, --dtype.
