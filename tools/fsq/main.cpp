@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator.h"
 #include "common/error.h"
 #include "interrupt.h"
 #include "options.h"
@@ -27,6 +28,7 @@ int fail(int code, std::string msg) {
 
 int main(int argc, char** argv) {
   fsq::cli::ensure_short_waits(argv);  // may re-execute fsq: before anything else
+  fsq::cli::keep_working_buffers_in_heap();
   fsq::cli::install_interrupt_handling();  // first: Ctrl-C during the load is handled too
   fsq::cli::record_invocation(argc, argv);
   CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert, plan)", "fsq"};
