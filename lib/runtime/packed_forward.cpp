@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "runtime/cpu/f32_gemm.h"
 
 namespace fsq {
 namespace {
@@ -23,9 +24,10 @@ void blocked_matmul(const at::Tensor& x2d, at::Tensor& y, int64_t rows, int64_t 
   for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
     const int64_t n = std::min(block_rows, rows - r0);
     check_kernel_status(k.dequantize_rows(r0, n, scratch.data_ptr<float>()), where);
-    // y[:, r0:r0+n] has row stride `rows` and unit column stride, which BLAS writes in place.
-    at::Tensor out = y.narrow(1, r0, n);
-    at::mm_out(out, x2d, scratch.narrow(0, 0, n).t());
+    // y[:, r0:r0+n] has row stride `rows`: the GEMM writes it in place.
+    check_kernel_status(cpu::f32_gemm_xwt(x2d.data_ptr<float>(), x2d.size(0), cols, cols, scratch.data_ptr<float>(), n,
+                                          cols, y.data_ptr<float>() + r0, rows),
+                        where);
   }
 }
 
