@@ -9,6 +9,9 @@
 //   weight bytes, hot (the same weights every call: 16 MiB may sit in L3, 43 MiB does not)
 //   and mem (cycling through copies totalling twice the L3, at least 256 MiB; FSQ_BENCH_MEM_MIB
 //   overrides), each next to the read kernel over the same number of bytes.
+// The GEMM table also times the prompt kernels of the other types at the same shapes:
+// cpu::uniform_gemm_q8 on w4g64a weights (the packed W4 prefill, int8 activations) and
+// cpu::f32_gemm_xwt (oneDNN's sgemm, the dense f32 prefill), each in GOPS next to at::mm.
 // Every benchmark runs on 1 thread and on all hardware threads. FSQ_CPU_ISA=scalar|avx2|avx512
 // picks the int8 variant (avx512 runs VNNI where the CPU has it). After the Google Benchmark
 // output, two summary tables (medians with --benchmark_repetitions). Timings on a shared
@@ -30,7 +33,12 @@
 #include <thread>
 #include <vector>
 
+#include "formats/quant/bitpack.h"
+#include "formats/quant/quant_types.h"
+#include "runtime/cpu/f32_gemm.h"
 #include "runtime/cpu/int8_kernels.h"
+#include "runtime/cpu/uniform_q8_kernels.h"
+#include "runtime/quant_linear.h"
 #include "runtime/threads.h"
 #include "bench_support.h"
 #include "read_bandwidth.h"
@@ -126,6 +134,48 @@ void run_mm(benchmark::State& state, const Shape& s, int threads) {
   for (auto _ : state) benchmark::DoNotOptimize(at::mm(x, w.t()));
 }
 
+// A w4g64a QuantLinear of random codes, zero points and scales (the values do not matter to
+// the timing, the layout does).
+std::unique_ptr<QuantLinear> random_w4(const Shape& s) {
+  const UniformQuant q = find_uniform_quant("w4g64a");
+  std::mt19937 rng(3);
+  const int64_t groups = q.group_count(s.k) * s.n;
+  std::vector<uint8_t> codes(static_cast<size_t>(s.k * s.n)), zeros(static_cast<size_t>(groups));
+  std::uniform_int_distribution<int> code(0, 15);
+  for (uint8_t& c : codes) c = static_cast<uint8_t>(code(rng));
+  for (uint8_t& z : zeros) z = static_cast<uint8_t>(code(rng));
+  const std::vector<uint32_t> words = pack_rows(codes, s.n, s.k, q.bits);
+  const std::vector<uint16_t> scales(static_cast<size_t>(groups), 0x2000);  // fp16 0.0078125
+  const auto bytes = [](const auto& v) { return std::as_bytes(std::span(v)); };
+  return std::make_unique<QuantLinear>(q, s.n, s.k, bytes(words), bytes(scales), bytes(zeros), std::nullopt, "bench");
+}
+
+// The W4 prefill GEMM on int8 activations (x quantized inside, as in a forward).
+void run_w4_q8(benchmark::State& state, const Shape& s, int threads) {
+  set_threads(threads);
+  const std::unique_ptr<QuantLinear> w = random_w4(s);
+  const std::vector<float> x = random_x(kPrefillRows, s.k);
+  std::vector<float> y(static_cast<size_t>(kPrefillRows * s.n));
+  for (auto _ : state) {
+    const cpu::KernelStatus st =
+        cpu::uniform_gemm_q8(w->weights_view(), x.data(), kPrefillRows, s.k, y.data(), s.n, cpu::selected_cpu_isa());
+    if (st != cpu::KernelStatus::Ok) state.SkipWithError(cpu::kernel_status_message(st));
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+
+// y = x W^T through oneDNN's sgemm (the dense f32 prefill).
+void run_dnnl(benchmark::State& state, const Shape& s, int threads) {
+  set_threads(threads);
+  const std::vector<float> x = random_x(kPrefillRows, s.k), w = random_x(s.n, s.k);
+  std::vector<float> y(static_cast<size_t>(kPrefillRows * s.n));
+  for (auto _ : state) {
+    const cpu::KernelStatus st = cpu::f32_gemm_xwt(x.data(), kPrefillRows, s.k, s.k, w.data(), s.n, s.k, y.data(), s.n);
+    if (st != cpu::KernelStatus::Ok) state.SkipWithError(cpu::kernel_status_message(st));
+    benchmark::DoNotOptimize(y.data());
+  }
+}
+
 // Weights and buffers, built on first use: a filtered run builds only what it runs.
 class Fixtures {
  public:
@@ -160,6 +210,8 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
         run_int8(st, fx->hot(*sp), *sp, kPrefillRows, threads);
       });
       bench::add(gemm_key("f32-mm", s, threads), [=](benchmark::State& st) { run_mm(st, *sp, threads); });
+      bench::add(gemm_key("w4-q8-gemm", s, threads), [=](benchmark::State& st) { run_w4_q8(st, *sp, threads); });
+      bench::add(gemm_key("f32-dnnl", s, threads), [=](benchmark::State& st) { run_dnnl(st, *sp, threads); });
     }
   }
   for (const Shape& s : kGemvShapes) {
@@ -198,14 +250,17 @@ void print_tables(const bench::Collector& c, const std::vector<int>& thread_coun
               "M = %ld\n",
               cpu::int8_kernel_name(cpu::int8_kernel_for(isa)), cpu::cpu_isa_name(isa), static_cast<long>(kPrefillRows));
   std::printf("BLAS: %s\n", blas_description().c_str());
-  std::printf("%-22s %-10s %3s | %9s %9s | %9s %9s | %6s\n", "GEMM", "K x N", "thr", "int8_us", "int8_GOPS", "f32_us",
-              "f32_GOPS", "ratio");
+  std::printf("w4q8: cpu::uniform_gemm_q8 on w4g64a; dnnl: cpu::f32_gemm_xwt (oneDNN sgemm); x: at::mm time / theirs\n");
+  std::printf("%-22s %-10s %3s | %9s %9s | %9s %9s | %6s | %9s %6s | %9s %6s\n", "GEMM", "K x N", "thr", "int8_us",
+              "int8_GOPS", "f32_us", "f32_GOPS", "ratio", "w4q8_GOPS", "x", "dnnl_GOPS", "x");
   for (const Shape& s : kGemmShapes)
     for (int threads : thread_counts) {
       const double i8 = c.get(gemm_key("int8-gemm", s, threads)), f32 = c.get(gemm_key("f32-mm", s, threads));
-      if (i8 == 0 || f32 == 0) continue;  // filtered out
-      std::printf("%-22s %-10s %3d | %9.1f %9.1f | %9.1f %9.1f | %6.2f\n", s.what, shape_name(s).c_str(), threads, i8,
-                  gops(s, i8), f32, gops(s, f32), f32 / i8);
+      const double w4 = c.get(gemm_key("w4-q8-gemm", s, threads)), dnnl = c.get(gemm_key("f32-dnnl", s, threads));
+      if (i8 == 0 || f32 == 0 || w4 == 0 || dnnl == 0) continue;  // filtered out
+      std::printf("%-22s %-10s %3d | %9.1f %9.1f | %9.1f %9.1f | %6.2f | %9.1f %6.2f | %9.1f %6.2f\n", s.what,
+                  shape_name(s).c_str(), threads, i8, gops(s, i8), f32, gops(s, f32), f32 / i8, gops(s, w4), f32 / w4,
+                  gops(s, dnnl), f32 / dnnl);
     }
   const int64_t mem = bench::mem_bytes();
   std::printf("\nint8 GEMV (m = 1): prepared weight GB/s vs the read-only kernel (%s loads) over as many bytes\n",
