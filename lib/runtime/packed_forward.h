@@ -1,7 +1,8 @@
 // The forward pass every packed CPU linear shares (QuantLinear, LutLinear): checks the
 // input, runs a fused dequantize + GEMV kernel for up to cpu::kMaxGemvRows rows of x, and
-// for more rows dequantizes blocks of weight rows into an f32 scratch and multiplies with
-// at::mm; then adds the bias and returns y in x's dtype.
+// for more rows either the type's own kernel (many_rows: the int8-activation GEMM) or
+// dequantizes blocks of weight rows into an f32 scratch and multiplies them with oneDNN's
+// sgemm (cpu/f32_gemm.h); then adds the bias and returns y in x's dtype.
 #pragma once
 
 #include <ATen/core/Tensor.h>

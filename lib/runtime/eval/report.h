@@ -28,8 +28,8 @@ struct ModelInfo {
   // How cached single-token decode steps run: "fast" (runtime/fast_decode.h, batches up to 8)
   // or "aten: <why the fast path is unavailable>".
   std::string decode_path;
-  // How packed linears multiply prompts and windows: "f32 ..." or "int8 activations in N of
-  // M linears" (RuntimeOptions::int8_prefill_activations). "" when not recorded.
+  // "int8 activations in N of M linears" when packed linears multiply prompts and windows on
+  // int8 activations (RuntimeOptions::int8_prefill_activations); "" when none do.
   std::string prefill_path;
 };
 
