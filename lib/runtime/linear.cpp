@@ -42,20 +42,14 @@ at::Tensor DenseLinear::forward(const at::Tensor& x) const {
   // sgemm (cpu/f32_gemm.h).
   const bool grad = at::GradMode::is_enabled() &&
                     (x.requires_grad() || weight_.requires_grad() || (bias_ && bias_->requires_grad()));
-  if (!grad && supports_rows() && x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() >= 1 &&
-      x.size(-1) == in_features()) {
+  if (!grad && supports_rows() && x.device().is_cpu() && x.scalar_type() == at::kFloat) {
     const int64_t rows = out_features(), cols = in_features();
-    const at::Tensor x2d = x.reshape({-1, cols}).contiguous();
-    const int64_t m = x2d.size(0);
-    at::Tensor y = at::empty({m, rows}, x2d.options());
-    if (m > 0)
-      check_kernel_status(cpu::f32_gemm_xwt(x2d.data_ptr<float>(), m, cols, cols, weight_.data_ptr<float>(), rows,
-                                            cols, y.data_ptr<float>(), rows),
-                          describe());
-    if (bias_) y.add_(*bias_);
-    std::vector<int64_t> shape = x.sizes().vec();
-    shape.back() = rows;
-    return y.view(shape);
+    const float* w = weight_.data_ptr<float>();
+    PackedKernels kernels;
+    kernels.matmul = [&](const float* in, int64_t m, float* y) {
+      return m == 0 ? cpu::KernelStatus::Ok : cpu::f32_gemm_xwt(in, m, cols, cols, w, rows, cols, y, rows);
+    };
+    return packed_forward(x, rows, cols, bias_, kernels, describe());
   }
   // Weights may be kept in a narrower dtype than the activations (bf16 weights, f32 compute).
   const at::Tensor w = weight_.scalar_type() == x.scalar_type() ? weight_ : weight_.to(x.scalar_type());

@@ -23,6 +23,9 @@ bool q8_gemm_layout_supported(const UniformWeightsView& w) {
   return w.cols % kQ8BlockCols == 0 && w.group_cols % kQ8BlockCols == 0;
 }
 
+// The VNNI kernel is the only one.
+bool q8_gemm_isa_available(CpuIsa isa) { return isa == CpuIsa::Avx512 && cpu_supports(isa) && cpu_has_avx512_vnni(); }
+
 }  // namespace
 
 void unpack_q8_gemm_rows(const UniformWeightsView& w, int64_t n0, int8_t* out) {
@@ -54,15 +57,14 @@ void fill_q8_gemm_tile_scales(const UniformWeightsView& w, int64_t n0, const Q8G
 }
 
 bool uniform_gemm_q8_supported(const UniformWeightsView& w, CpuIsa isa) {
-  return check_uniform_view(w) == KernelStatus::Ok && q8_gemm_layout_supported(w) && isa == CpuIsa::Avx512 &&
-         cpu_supports(isa) && cpu_has_avx512_vnni();
+  return check_uniform_view(w) == KernelStatus::Ok && q8_gemm_layout_supported(w) && q8_gemm_isa_available(isa);
 }
 
 KernelStatus uniform_gemm_q8(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                              int64_t y_stride, CpuIsa isa) {
   if (check_matmul_call(w, x, m, x_stride, y, y_stride) != KernelStatus::Ok || !q8_gemm_layout_supported(w))
     return KernelStatus::InvalidArgument;
-  if (!(isa == CpuIsa::Avx512 && cpu_supports(isa) && cpu_has_avx512_vnni())) return KernelStatus::IsaUnavailable;
+  if (!q8_gemm_isa_available(isa)) return KernelStatus::IsaUnavailable;
   const int64_t blocks = w.cols / kQ8BlockCols;
   std::vector<uint8_t> codes(static_cast<size_t>(m * w.cols));
   std::vector<float> scales(static_cast<size_t>(m * blocks));

@@ -10,7 +10,6 @@
 // the block's end each is converted and scaled by d(row, block) x scale(weight row, group)
 // into a float accumulator.
 #include <immintrin.h>
-#include <omp.h>
 
 #include <cstdint>
 #include <cstdlib>
