@@ -10,7 +10,6 @@
 namespace fsq::cpu {
 namespace {
 
-constexpr int64_t kRowsPerTask = 16;
 // Below this many multiply-adds per call, waking threads costs more than it saves.
 constexpr int64_t kParallelMinWork = int64_t{1} << 16;
 
@@ -67,12 +66,11 @@ KernelStatus dense_gemv(const DenseWeightsView& w, const float* x, int64_t m, in
   if (!valid_call(w, x, m, x_stride, y, y_stride)) return KernelStatus::InvalidArgument;
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
   const DenseRowsFn rows_fn = dense_rows_for(isa);
-  const int64_t tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
   for_each_gemv_batch<DenseBatch>(
       w, x, m, x_stride, y, y_stride, /*lanes=*/0, /*panel_size=*/0, [](const float*, int64_t, float*) {},
       [&](const DenseBatch& batch) {
-#pragma omp parallel for schedule(static) if (w.rows * w.cols * batch.m >= kParallelMinWork)
-        for (int64_t t = 0; t < tasks; ++t) rows_fn(batch, t * kRowsPerTask, std::min(w.rows, (t + 1) * kRowsPerTask));
+        for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kParallelMinWork,
+                             [&](int64_t row0, int64_t row1) { rows_fn(batch, row0, row1); });
       });
   return KernelStatus::Ok;
 }

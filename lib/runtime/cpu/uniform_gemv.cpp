@@ -10,7 +10,6 @@
 namespace fsq::cpu {
 namespace {
 
-constexpr int64_t kRowsPerTask = 16;
 // Below this many weights per call, starting threads costs more than it saves.
 constexpr int64_t kParallelMinWeights = int64_t{1} << 16;
 
@@ -73,12 +72,10 @@ void pack_panel(const UniformWeightsView& w, const float* x, int64_t m, int64_t 
   }
 }
 
-// Calls fn(row_begin, row_end) over blocks of rows, on all OpenMP threads when worthwhile.
+// Calls fn(row_begin, row_end) over ranges of rows, on all OpenMP threads when worthwhile.
 template <typename Fn>
 void for_each_row_block(int64_t rows, int64_t work, const Fn& fn) {
-  const int64_t tasks = (rows + kRowsPerTask - 1) / kRowsPerTask;
-#pragma omp parallel for schedule(static) if (work >= kParallelMinWeights)
-  for (int64_t t = 0; t < tasks; ++t) fn(t * kRowsPerTask, std::min(rows, (t + 1) * kRowsPerTask));
+  for_each_thread_rows(rows, work >= kParallelMinWeights, fn);
 }
 
 }  // namespace

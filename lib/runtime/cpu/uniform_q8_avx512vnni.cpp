@@ -11,6 +11,7 @@
 // one transposing reduction.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "runtime/cpu/prefetch.h"
@@ -20,15 +21,24 @@ namespace fsq::cpu {
 namespace {
 
 constexpr int kLanes = 16;
-// As uniform_simd_loops.h: codes are prefetched into L2 about this far ahead.
-constexpr int64_t kPrefetchBytes = 16384;
+// Codes are prefetched into L2 about this far ahead (uniform_simd_loops.h says why), one
+// line per line read, in the chunk loop: a burst of a whole row block's lines at its start
+// (what this kernel did first) held LLaMA-7B's 4096-column rows at ~55 % of the read
+// bandwidth from DRAM, ~100 % now; 8 KiB beat 4 and 16 KiB at every SmolLM2 shape
+// (bench_uniform_kernels, mem-kernel rows, one thread).
+constexpr int64_t kPrefetchBytes = 8192;
 
 // What every row of one call shares.
 struct RowsContext {
   const Q8Batch* b = nullptr;
-  int64_t groups = 0, full_chunks = 0, tail_bytes = 0, row_bytes = 0, ahead_rows = 0;
+  int64_t groups = 0, full_chunks = 0, tail_bytes = 0, row_bytes = 0, ahead_rows = 0, ahead_bytes = 0;
+  // Groups start at chunk boundaries or span whole chunks (uniform_q8_gemv.cpp checks), or
+  // there is one group:
+  // chunk c's first group is g advanced by groups_per_chunk after every chunks_per_group chunks.
+  int64_t groups_per_chunk = 1, chunks_per_group = 1;
   __mmask64 tail_mask = 0;
   bool lane_groups = false;  // groups narrower than a chunk: lane j in group (chunk's first) + lane_group[j]
+  __mmask16 chunk_groups_mask = 0, tail_groups_mask = 0;  // the groups a full / the tail chunk has
   __m512i lane_group;
 };
 
@@ -45,8 +55,7 @@ __m128 reduce4(const __m512 v[4]) {
 
 // Output rows n .. n + R - 1 for all M rows of x.
 template <int B, int M, int R>
-__attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, int64_t n, float (*scale)[kQ8MaxRowGroups + 2 * kLanes]) {
-  constexpr int64_t kChunkCols = q8_chunk_cols(B);
+__attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, int64_t n) {
   constexpr int64_t kCodesPerChunk = (B == 4 ? 2 : 1) * kQ8ChunkBytes;
   const Q8Batch& b = *ctx.b;
   const UniformWeightsView& w = *b.w;
@@ -54,12 +63,12 @@ __attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, 
   const auto* rows = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
   const uint16_t* scales = w.scales + n * groups;
   const uint8_t* zeros = w.zeros ? w.zeros + n * groups : nullptr;
-  if (n + R - 1 + ctx.ahead_rows < w.rows) {
-    prefetch_lines(rows + ctx.ahead_rows * ctx.row_bytes, 0, R * ctx.row_bytes);
+  const bool prefetch = n + R - 1 + ctx.ahead_rows < w.rows;
+  if (prefetch) {
     prefetch_lines(scales + ctx.ahead_rows * groups, 0, R * groups * 2);
     if (zeros) prefetch_lines(zeros + ctx.ahead_rows * groups, 0, R * groups);
   }
-  // Scales as floats; the accumulators start at minus the zero points' part.
+  // The accumulators start at minus the zero points' part.
   __m512 acc[R][M];
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps();
@@ -72,26 +81,32 @@ __attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, 
       const __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, scales + r * groups + g0));
       const __m512 z = zeros ? _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, zeros + r * groups + g0)))
                              : _mm512_set1_ps(static_cast<float>(1 << (B - 1)));
-      _mm512_store_ps(scale[r] + g0, s);
       const __m512 sz = _mm512_mul_ps(s, z);
       for (int i = 0; i < M; ++i) acc[r][i] = _mm512_fnmadd_ps(sz, sums[i], acc[r][i]);
     }
   }
   const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
-  const auto chunk = [&](int64_t c, bool tail) __attribute__((always_inline)) {
-    const int64_t g = c * kChunkCols / w.group_cols;
+  // g: the group of the chunk's first column (no division per chunk: an idiv's latency
+  // sits on the scale loads' path). The chunk's scales are converted from the weights'
+  // fp16 ones each time: a float copy on the stack, stored just before, cost a failed
+  // store-to-load forwarding per unaligned load (~5 ns a row at SmolLM2's 576 columns).
+  const auto chunk = [&](int64_t c, int64_t g, bool tail) __attribute__((always_inline)) {
     __m512i codes0[R], codes1[R];
     __m512 s[R];
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = rows + r * ctx.row_bytes + c * kQ8ChunkBytes;
       const __m512i bytes = tail ? _mm512_maskz_loadu_epi8(ctx.tail_mask, p) : _mm512_loadu_si512(p);
+      if (prefetch) prefetch_to_l2(p + ctx.ahead_bytes);
       codes0[r] = codes1[r] = bytes;
       if constexpr (B == 4) {
         codes0[r] = _mm512_and_si512(bytes, low_nibbles);
         codes1[r] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
       }
-      s[r] = ctx.lane_groups ? _mm512_permutexvar_ps(ctx.lane_group, _mm512_loadu_ps(scale[r] + g))
-                             : _mm512_set1_ps(scale[r][g]);
+      const uint16_t* sr = scales + r * groups + g;
+      s[r] = ctx.lane_groups ? _mm512_permutexvar_ps(
+                                   ctx.lane_group, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
+                                                       tail ? ctx.tail_groups_mask : ctx.chunk_groups_mask, sr)))
+                             : _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(*sr)));
     }
     for (int i = 0; i < M; ++i) {
       const int8_t* x = b.codes + i * b.codes_stride + c * kCodesPerChunk;
@@ -105,8 +120,15 @@ __attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, 
       }
     }
   };
-  for (int64_t c = 0; c < ctx.full_chunks; ++c) chunk(c, false);
-  if (ctx.tail_bytes != 0) chunk(ctx.full_chunks, true);
+  int64_t c = 0, g = 0;
+  for (int64_t left = ctx.chunks_per_group; c < ctx.full_chunks; ++c) {
+    chunk(c, g, false);
+    if (--left == 0) {
+      g += ctx.groups_per_chunk;
+      left = ctx.chunks_per_group;
+    }
+  }
+  if (ctx.tail_bytes != 0) chunk(c, g, true);
   for (int i = 0; i < M; ++i) {
     float* y = b.y + i * b.y_stride + n;
     if constexpr (R == 4) {
@@ -120,7 +142,7 @@ __attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, 
 
 template <int B, int M>
 void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
-  constexpr int64_t kChunkCols = q8_chunk_cols(B), kLaneCols = kChunkCols / kLanes;
+  constexpr int64_t kChunkCols = q8_chunk_cols(B);
   // Rows per block: enough accumulators in flight for few rows of x, within 32 registers.
   constexpr int R = M <= 2 ? 4 : M <= 4 ? 2 : 1;
   const UniformWeightsView& w = *b.w;
@@ -131,19 +153,24 @@ void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
   ctx.tail_bytes = (w.cols % kChunkCols) * B / 8;
   ctx.tail_mask = ctx.tail_bytes == 0 ? 0 : ~uint64_t{0} >> (64 - ctx.tail_bytes);
   ctx.lane_groups = ctx.groups > 1 && w.group_cols < kChunkCols;
+  ctx.groups_per_chunk = w.group_cols < kChunkCols ? kChunkCols / w.group_cols : 1;
+  // One group (per-channel scales) may end inside a chunk: g then stays 0.
+  ctx.chunks_per_group = ctx.groups == 1 ? ctx.full_chunks + 1 : w.group_cols < kChunkCols ? 1 : w.group_cols / kChunkCols;
   alignas(64) int32_t lane_group[kLanes];
-  for (int j = 0; j < kLanes; ++j) lane_group[j] = ctx.lane_groups ? static_cast<int32_t>(j * kLaneCols / w.group_cols) : 0;
+  // Lane j covers columns from j * chunk / 16: no division per lane (this runs per task of rows).
+  for (int j = 0; j < kLanes; ++j) lane_group[j] = static_cast<int32_t>(j * ctx.groups_per_chunk / kLanes);
   ctx.lane_group = _mm512_load_si512(lane_group);
   ctx.row_bytes = w.words_per_row * 4;
   ctx.ahead_rows = (kPrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes;
-  alignas(64) float scale[R][kQ8MaxRowGroups + 2 * kLanes];
-  // A lane_groups load may read past the last group: those lanes multiply zeros, but must
-  // be finite. (Entries up to the next multiple of 16 groups are zeroed by the masked loads.)
-  const int64_t padded_groups = (ctx.groups + kLanes - 1) / kLanes * kLanes;
-  for (int r = 0; r < R; ++r) _mm512_store_ps(scale[r] + padded_groups, _mm512_setzero_ps());
+  ctx.ahead_bytes = ctx.ahead_rows * ctx.row_bytes;
+  if (ctx.lane_groups) {
+    const int64_t tail_groups = std::min(ctx.groups_per_chunk, ctx.groups - ctx.full_chunks * ctx.groups_per_chunk);
+    ctx.chunk_groups_mask = static_cast<__mmask16>((1u << ctx.groups_per_chunk) - 1);
+    ctx.tail_groups_mask = static_cast<__mmask16>((1u << std::max<int64_t>(tail_groups, 0)) - 1);
+  }
   int64_t n = row0;
-  for (; n + R <= row1; n += R) q8_row_block<B, M, R>(ctx, n, scale);
-  for (; n < row1; ++n) q8_row_block<B, M, 1>(ctx, n, scale);
+  for (; n + R <= row1; n += R) q8_row_block<B, M, R>(ctx, n);
+  for (; n < row1; ++n) q8_row_block<B, M, 1>(ctx, n);
 }
 
 template <int B>

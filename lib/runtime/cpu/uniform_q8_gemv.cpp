@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/half.h"
+#include "runtime/cpu/gemv_batches.h"
 #include "runtime/cpu/int8_kernels.h"  // cpu_has_avx512_vnni
 #include "runtime/cpu/packed_code.h"
 #include "runtime/cpu/uniform_q8_isa.h"
@@ -15,7 +16,6 @@
 namespace fsq::cpu {
 namespace {
 
-constexpr int64_t kRowsPerTask = 16;
 constexpr int64_t kParallelMinWeights = int64_t{1} << 16;  // as uniform_gemv
 
 int64_t q8_blocks(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCols; }
@@ -175,9 +175,8 @@ KernelStatus uniform_gemv_q8(const UniformWeightsView& w, const float* x, int64_
     batch.group_sums_stride = panel.group_sums_stride;
     batch.y = y + i0 * y_stride;
     batch.y_stride = y_stride;
-    const int64_t tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
-#pragma omp parallel for schedule(static) if (w.rows * w.cols * batch.m >= kParallelMinWeights)
-    for (int64_t t = 0; t < tasks; ++t) rows_fn(batch, t * kRowsPerTask, std::min(w.rows, (t + 1) * kRowsPerTask));
+    for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kParallelMinWeights,
+                         [&](int64_t row0, int64_t row1) { rows_fn(batch, row0, row1); });
   }
   return KernelStatus::Ok;
 }
