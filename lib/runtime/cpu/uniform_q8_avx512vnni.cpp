@@ -21,8 +21,8 @@ namespace fsq::cpu {
 namespace {
 
 constexpr int kLanes = 16;
-// Codes are prefetched into L2 about this far ahead (uniform_simd_loops.h says why), one
-// line per line read, in the chunk loop: a burst of a whole row block's lines at its start
+// Codes are prefetched about this far ahead (uniform_simd_loops.h says why; prefetch.h, the
+// hint), one line per line read, in the chunk loop: a burst of a whole row block's lines at its start
 // (what this kernel did first) held LLaMA-7B's 4096-column rows at ~55 % of the read
 // bandwidth from DRAM, ~100 % now; 8 KiB beat 4 and 16 KiB at every SmolLM2 shape
 // (bench_uniform_kernels, mem-kernel rows, one thread).
@@ -96,7 +96,7 @@ __attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, 
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = rows + r * ctx.row_bytes + c * kQ8ChunkBytes;
       const __m512i bytes = tail ? _mm512_maskz_loadu_epi8(ctx.tail_mask, p) : _mm512_loadu_si512(p);
-      if (prefetch) prefetch_to_l2(p + ctx.ahead_bytes);
+      if (prefetch) prefetch_streamed(p + ctx.ahead_bytes);
       codes0[r] = codes1[r] = bytes;
       if constexpr (B == 4) {
         codes0[r] = _mm512_and_si512(bytes, low_nibbles);
