@@ -1,12 +1,14 @@
 #include "runtime/fast_decode.h"
 
 #include <ATen/ATen.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "formats/model_config.h"
+#include "runtime/cpu/decode_attention.h"
 #include "runtime/linear.h"
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
@@ -38,29 +40,6 @@ void rope_head(float* x, const float* cos, const float* sin, int64_t D) {
     const float a = x[j], b = x[j + half];
     x[j] = a * cos[j] - b * sin[j];
     x[j + half] = b * cos[j + half] + a * sin[j + half];
-  }
-}
-
-// One query head over keys/values [S, D] (rows of the cache): out = softmax(q.K^T * scale) V.
-void attend_head(const float* q, const float* keys, const float* values, int64_t S, int64_t D, float scale,
-                 float* scores, float* out) {
-  float top = -INFINITY;
-  for (int64_t s = 0; s < S; ++s) {
-    const float* k = keys + s * D;
-    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < D; ++j) dot += q[j] * k[j];
-    scores[s] = dot * scale;
-    top = std::max(top, scores[s]);
-  }
-  float total = 0.0f;
-  for (int64_t s = 0; s < S; ++s) total += (scores[s] = std::exp(scores[s] - top));
-  std::fill(out, out + D, 0.0f);
-  for (int64_t s = 0; s < S; ++s) {
-    const float p = scores[s] / total;
-    const float* v = values + s * D;
-#pragma omp simd
-    for (int64_t j = 0; j < D; ++j) out[j] += p * v[j];
   }
 }
 
@@ -102,12 +81,27 @@ void attention_step(const DecoderLayer& L, const ModelConfig& c, KVCache& cache,
       std::memcpy(v_cache + slot, &buf.v[(b * kv_heads + h) * D], static_cast<size_t>(D) * sizeof(float));
     }
   }
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  const int64_t tasks = B * heads;
-#pragma omp parallel for schedule(static) if (tasks * S * D >= kParallelAttentionWork)
+  // A task: `group` query heads of one KV head (all rep of them, so that the kernel reads its
+  // keys and values once, unless that leaves too few tasks to share among the threads).
+  const bool parallel = B * heads * S * D >= kParallelAttentionWork;
+  const int64_t threads = parallel ? omp_get_max_threads() : 1;
+  const int64_t group = threads > 1 && B * kv_heads < 4 * threads ? 1 : rep;
+  const int64_t tasks = B * heads / group;
+  const cpu::CpuIsa isa = cpu::selected_cpu_isa();
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t b = t / heads, h = t % heads, kv = (b * kv_heads + h / rep) * cap * D;
-    attend_head(&buf.q[t * D], k_cache + kv, v_cache + kv, S, D, scale, &buf.scores[t * S], &buf.attn[t * D]);
+    const int64_t first = t * group, b = first / heads, h = first % heads, kv = (b * kv_heads + h / rep) * cap * D;
+    cpu::DecodeAttentionArgs args;
+    args.q = &buf.q[first * D];
+    args.heads = group;
+    args.keys = k_cache + kv;
+    args.values = v_cache + kv;
+    args.keys_count = S;
+    args.head_dim = D;
+    args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+    args.scores = &buf.scores[first * S];
+    args.out = &buf.attn[first * D];
+    cpu::decode_attention(args, isa);
   }
   L.o->forward_rows(buf.attn.data(), B, buf.proj.data());
   for (int64_t i = 0; i < B * H; ++i) buf.h[i] += buf.proj[i];
