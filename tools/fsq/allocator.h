@@ -6,20 +6,9 @@
 // SmolLM2 W4 prefill 512 on one thread ~1.5x faster (660 -> 1010 tok/s) at the same peak RSS.
 // Either setting is left to the user where MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_
 // is set.
-//
-// Huge pages: a decode step streams every weight from DRAM once. On 4 KiB pages that is a TLB
-// miss per 4 KiB and a hardware prefetcher that stops at each page; with malloc's blocks on
-// transparent huge pages (glibc.malloc.hugetlb=1, for systems whose THP mode is "madvise")
-// a single-core read kernel went from ~30 to ~35 GB/s, and SmolLM2 decode at one thread
-// ~3 % faster (f32 59 -> 63 tok/s). glibc reads the tunable when a process starts, so fsq
-// sets it and re-executes itself (wait_policy.h).
 #pragma once
 
 namespace fsq::cli {
-
-// Adds glibc.malloc.hugetlb=1 to GLIBC_TUNABLES unless the user's GLIBC_TUNABLES names that
-// tunable; returns whether the environment changed (then a re-exec applies it).
-bool request_huge_pages();
 
 inline constexpr int kMmapThresholdBytes = 32 << 20;
 inline constexpr int kTrimThresholdBytes = 256 << 20;

@@ -27,7 +27,7 @@ int fail(int code, std::string msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  fsq::cli::apply_runtime_environment(argv);  // may re-execute fsq: before anything else
+  fsq::cli::ensure_short_waits(argv);  // may re-execute fsq: before anything else
   fsq::cli::keep_working_buffers_in_heap();
   fsq::cli::install_interrupt_handling();  // first: Ctrl-C during the load is handled too
   fsq::cli::record_invocation(argc, argv);

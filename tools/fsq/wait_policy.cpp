@@ -1,7 +1,5 @@
 #include "wait_policy.h"
 
-#include "allocator.h"
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,7 +7,7 @@
 
 namespace fsq::cli {
 
-void apply_runtime_environment(char** argv) {
+void ensure_short_waits(char** argv) {
   constexpr const char* kReexecMarker = "FSQ_WAIT_POLICY_APPLIED";  // never exec twice
   if (std::getenv(kReexecMarker) != nullptr) return;
   setenv(kReexecMarker, "1", 1);
@@ -21,7 +19,6 @@ void apply_runtime_environment(char** argv) {
     setenv(name, value, 1);
     missing = true;
   }
-  missing = request_huge_pages() || missing;
   if (missing) execv("/proc/self/exe", argv);
 }
 

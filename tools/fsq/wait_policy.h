@@ -20,11 +20,10 @@ namespace fsq::cli {
 // worker sleeps; OPENBLAS_THREAD_TIMEOUT=4: about 16 cycles before an OpenBLAS worker sleeps).
 inline constexpr const char* kWaitEnv[][2] = {{"GOMP_SPINCOUNT", "3000"}, {"OPENBLAS_THREAD_TIMEOUT", "4"}};
 
-// Sets what is missing of kWaitEnv and of the allocator's huge-page tunable (allocator.h),
-// and execs /proc/self/exe with the same arguments; returns (without exec) when nothing was
-// missing, when this process is already the re-exec, or when exec fails (fsq then runs with
-// the libraries' defaults).
-void apply_runtime_environment(char** argv);
+// Sets what is missing of kWaitEnv and execs /proc/self/exe with the same arguments; returns
+// (without exec) when nothing was missing, when this process is already the re-exec, or when
+// exec fails (fsq then runs with the libraries' defaults).
+void ensure_short_waits(char** argv);
 
 // OMP_WAIT_POLICY and the kWaitEnv variables as this process sees them, "NAME=value" joined
 // by spaces ("NAME unset" for a missing one): stamped into reports next to the thread count.

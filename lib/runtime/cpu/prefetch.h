@@ -14,8 +14,9 @@ __attribute__((always_inline)) static inline void prefetch_to_l2(const void* p) 
 
 // prefetchnta: the line comes in marked for early eviction, so weights streamed once per
 // decode step do not push the activations and the KV cache out of L2 on their way. In
-// SmolLM2's decode at one thread (weights from DRAM), 8 KiB ahead with it beat prefetcht1:
-// f32 ~67 -> ~70 tok/s, W4 on int8 activations ~306 -> ~311.
+// SmolLM2's decode at one thread (weights from DRAM), 8 KiB ahead with it beat prefetcht1
+// (f32 ~67 -> ~70 tok/s, W4 on int8 activations ~306 -> ~311, measured with malloc on huge
+// pages; without them f32 reaches ~73).
 __attribute__((always_inline)) static inline void prefetch_streamed(const void* p) { __builtin_prefetch(p, 0, 0); }
 
 // The lines of [p + begin, p + end) that start a cache line counted from p (lines shared
