@@ -22,6 +22,11 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
 
+  // Lets the kernel drop this process's resident pages of the map (madvise MADV_DONTNEED):
+  // a loader that copied what it needs out of them stops counting them in its RSS. The
+  // contents stay readable: a later read faults them in again from the file.
+  void drop_resident_pages() const;
+
  private:
   std::filesystem::path path_;
   const std::byte* data_ = nullptr;

@@ -342,6 +342,7 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
       c.head_.push_back(std::move(m));
     }
   check_tensor_hashes(*c.weights_, c.manifest_["tensor_sha256"], manifest_where, opts.verify_sha256);
+  c.weights_->drop_resident_pages();  // hashing read every page; the loader reads them again once
   const std::string qweight_suffix = kQWeightSuffix;
   for (const TensorView& t : c.weights_->tensors()) {
     if (quantized_tensors.count(t.name)) continue;

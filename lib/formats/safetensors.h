@@ -38,6 +38,8 @@ class SafetensorsFile {
   const std::vector<TensorView>& tensors() const { return tensors_; }  // in file order
   const TensorView* find(const std::string& name) const;               // nullptr if absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // MappedFile::drop_resident_pages: the views stay valid.
+  void drop_resident_pages() const { file_.drop_resident_pages(); }
 
   explicit SafetensorsFile(MappedFile file);  // use open()
 

@@ -2,8 +2,11 @@
 // stories260K file.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 
 #include "common/error.h"
@@ -85,6 +88,38 @@ TEST(Safetensors, RoundTripIsBitExact) {
   const fs::path p2 = dir / "t2.safetensors";
   write_safetensors(p2, in, meta);
   EXPECT_EQ(read_bytes(p), read_bytes(p2));
+}
+
+// KiB of this process's memory resident in maps of `file` (/proc/self/smaps).
+int64_t resident_kib_of(const fs::path& file) {
+  std::ifstream smaps("/proc/self/smaps");
+  const std::string target = fs::canonical(file).string();
+  std::string line;
+  bool in_target = false;
+  int64_t kib = 0;
+  while (std::getline(smaps, line)) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ')) {
+      in_target = line.size() >= target.size() && line.compare(line.size() - target.size(), target.size(), target) == 0;
+    } else if (in_target && line.rfind("Rss:", 0) == 0) {
+      kib += std::stoll(line.substr(4));
+    }
+  }
+  return kib;
+}
+
+TEST(Safetensors, DroppedPagesLeaveTheRssAndKeepTheContents) {
+  TempDir dir;
+  const fs::path p = dir / "big.safetensors";
+  std::vector<float> values(1 << 20);  // 4 MiB
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000) * 0.5f;
+  write_safetensors(p, {{"w", DType::F32, {static_cast<int64_t>(values.size())}, as_bytes(values)}});
+  auto f = SafetensorsFile::open(p);
+  const TensorView& t = *f->find("w");
+  ASSERT_TRUE(same_bytes(t.data, as_bytes(values)));  // reads every page
+  EXPECT_GE(resident_kib_of(p), 4000);
+  f->drop_resident_pages();
+  EXPECT_LT(resident_kib_of(p), 64);  // at most a page or two
+  EXPECT_TRUE(same_bytes(t.data, as_bytes(values)));  // faulted in again from the file
 }
 
 TEST(Safetensors, EmptyFileAndNoMetadata) {
