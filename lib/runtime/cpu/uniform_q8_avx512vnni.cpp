@@ -22,8 +22,8 @@ namespace {
 
 constexpr int kLanes = 16;
 // Codes are prefetched about this far ahead (uniform_simd_loops.h says why; prefetch.h, the
-// hint), one line per line read, in the chunk loop: a burst of a whole row block's lines at its start
-// (what this kernel did first) held LLaMA-7B's 4096-column rows at ~55 % of the read
+// hint), one line per line read, in the chunk loop: a burst of a whole row block's lines
+// at its start (what this kernel did first) held LLaMA-7B's 4096-column rows at ~55 % of the read
 // bandwidth from DRAM, ~100 % now; 8 KiB beat 4 and 16 KiB at every SmolLM2 shape
 // (bench_uniform_kernels, mem-kernel rows, one thread).
 constexpr int64_t kPrefetchBytes = 8192;
@@ -32,9 +32,9 @@ constexpr int64_t kPrefetchBytes = 8192;
 struct RowsContext {
   const Q8Batch* b = nullptr;
   int64_t groups = 0, full_chunks = 0, tail_bytes = 0, row_bytes = 0, ahead_rows = 0, ahead_bytes = 0;
-  // Groups start at chunk boundaries or span whole chunks (uniform_q8_gemv.cpp checks), or
-  // there is one group:
-  // chunk c's first group is g advanced by groups_per_chunk after every chunks_per_group chunks.
+  // Chunk c's first group: 0, advanced by groups_per_chunk after every chunks_per_group
+  // chunks (groups start at chunk boundaries or span whole chunks, as uniform_q8_gemv.cpp
+  // checks, or there is only one).
   int64_t groups_per_chunk = 1, chunks_per_group = 1;
   __mmask64 tail_mask = 0;
   bool lane_groups = false;  // groups narrower than a chunk: lane j in group (chunk's first) + lane_group[j]
@@ -86,10 +86,9 @@ __attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, 
     }
   }
   const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
-  // g: the group of the chunk's first column (no division per chunk: an idiv's latency
-  // sits on the scale loads' path). The chunk's scales are converted from the weights'
-  // fp16 ones each time: a float copy on the stack, stored just before, cost a failed
-  // store-to-load forwarding per unaligned load (~5 ns a row at SmolLM2's 576 columns).
+  // g: the group of the chunk's first column, counted, not divided (an idiv's latency sat
+  // on the scale loads' path). The chunk's scales are converted from the weights' fp16
+  // ones in registers.
   const auto chunk = [&](int64_t c, int64_t g, bool tail) __attribute__((always_inline)) {
     __m512i codes0[R], codes1[R];
     __m512 s[R];
