@@ -104,6 +104,9 @@ for t in $threads_list; do
 done
 echo "tok/s; llama.cpp: llama-bench averages of $reps runs; fsq: medians after warm-up (fsq eval --speed-only)"
 echo "RSS: peak MiB; llama.cpp: llama-bench decoding 64 tokens alone; fsq: the whole eval --speed-only run"
+# What any fsq process holds before it reads a model (LibTorch and its libraries loaded).
+/usr/bin/time -f %M -o "$tmp/floor" "$fsq" --version >/dev/null
+echo "  (fsq --version alone peaks at $(( $(tail -n 1 "$tmp/floor") / 1024 )) MiB: the libraries' share of fsq's RSS)"
 echo "fsq w4g128: RTN, g64 where 128 does not divide a row, embedding/head w8g64s (--head-bits 8);"
 echo "  its prompts and decode steps multiply on int8 activations per 32 columns (fsq's defaults, as Q4_0 x Q8_0)"
 
