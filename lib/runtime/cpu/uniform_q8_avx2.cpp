@@ -20,7 +20,7 @@ namespace {
 constexpr int kLanes = 8;
 constexpr int64_t kHalfBytes = kQ8ChunkBytes / 2;
 constexpr int64_t kChunkCols = q8_chunk_cols(4), kHalfCols = kChunkCols / 2, kLaneCols = kChunkCols / kQ8ChunkLanes;
-constexpr int64_t kPrefetchBytes = 16384;  // as uniform_simd_loops.h
+constexpr int64_t kPrefetchBytes = 8192;  // as uniform_q8_avx512vnni.cpp, one line per chunk read
 
 template <int M>
 void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
@@ -41,14 +41,19 @@ void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
   // zeros, but must be finite.
   _mm256_storeu_ps(scale + groups, _mm256_setzero_ps());
   const int64_t row_bytes = w.words_per_row * 4;
-  const int64_t ahead_rows = (kPrefetchBytes + row_bytes - 1) / row_bytes;
+  const int64_t ahead_rows = (kPrefetchBytes + row_bytes - 1) / row_bytes, ahead_bytes = ahead_rows * row_bytes;
+  // Half h of chunk c starts in group g, counted rather than divided (a division per half
+  // sat on the scale loads' path): g advances by groups_per_half after every halves_per_group
+  // halves (group_cols is 32, 64 or a multiple of 128; one group never advances).
+  const int64_t groups_per_half = group_cols < kHalfCols ? kHalfCols / group_cols : 1;
+  const int64_t halves_per_group = groups == 1 ? 2 * full_chunks + 2 : group_cols <= kHalfCols ? 1 : group_cols / kHalfCols;
 
   for (int64_t n = row0; n < row1; ++n) {
     const auto* row = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
     const uint16_t* scales = w.scales + n * groups;
     const uint8_t* zeros = w.zeros ? w.zeros + n * groups : nullptr;
-    if (n + ahead_rows < w.rows) {
-      prefetch_lines(row + ahead_rows * row_bytes, 0, row_bytes);
+    const bool prefetch = n + ahead_rows < w.rows;
+    if (prefetch) {
       prefetch_lines(scales + ahead_rows * groups, 0, groups * 2);
       if (zeros) prefetch_lines(zeros + ahead_rows * groups, 0, groups);
     }
@@ -74,10 +79,9 @@ void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
     }
     __m256 acc[M][2];
     for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    const auto half = [&](int64_t c, int h, const uint8_t* bytes_at) __attribute__((always_inline)) {
-      const int64_t col0 = c * kChunkCols + h * kHalfCols;
-      const __m256 s = lane_groups ? _mm256_permutevar8x32_ps(_mm256_loadu_ps(scale + col0 / group_cols), lane_group)
-                                   : _mm256_set1_ps(scale[col0 / group_cols]);
+    const auto half = [&](int64_t c, int h, int64_t group, const uint8_t* bytes_at) __attribute__((always_inline)) {
+      const __m256 s = lane_groups ? _mm256_permutevar8x32_ps(_mm256_loadu_ps(scale + group), lane_group)
+                                   : _mm256_set1_ps(scale[group]);
       const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes_at));
       const __m256i even = _mm256_and_si256(bytes, low_nibbles);
       const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
@@ -93,16 +97,26 @@ void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
         acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), lane_scale, acc[i][h]);
       }
     };
-    int64_t c = 0;
+    int64_t c = 0, group = 0, left = halves_per_group;
+    const auto next_half = [&] {
+      if (--left == 0) {
+        group += groups_per_half;
+        left = halves_per_group;
+      }
+    };
     for (; c < full_chunks; ++c) {
-      half(c, 0, row + c * kQ8ChunkBytes);
-      half(c, 1, row + c * kQ8ChunkBytes + kHalfBytes);
+      if (prefetch) prefetch_streamed(row + c * kQ8ChunkBytes + ahead_bytes);
+      half(c, 0, group, row + c * kQ8ChunkBytes);
+      next_half();
+      half(c, 1, group, row + c * kQ8ChunkBytes + kHalfBytes);
+      next_half();
     }
     if (tail_bytes != 0) {
       alignas(32) uint8_t tail[kQ8ChunkBytes] = {};
       std::memcpy(tail, row + c * kQ8ChunkBytes, static_cast<size_t>(tail_bytes));
-      half(c, 0, tail);
-      if (tail_bytes > kHalfBytes) half(c, 1, tail + kHalfBytes);
+      half(c, 0, group, tail);
+      next_half();
+      if (tail_bytes > kHalfBytes) half(c, 1, group, tail + kHalfBytes);
     }
     for (int i = 0; i < M; ++i)
       b.y[i * b.y_stride + n] = avx2::VecOps::reduce_add(_mm256_add_ps(acc[i][0], acc[i][1])) -
