@@ -88,6 +88,7 @@ void attention_step(const DecoderLayer& L, const ModelConfig& c, KVCache& cache,
   const int64_t group = threads > 1 && B * kv_heads < 4 * threads ? 1 : rep;
   const int64_t tasks = B * heads / group;
   const cpu::CpuIsa isa = cpu::selected_cpu_isa();
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t first = t * group, b = first / heads, h = first % heads, kv = (b * kv_heads + h / rep) * cap * D;
@@ -98,7 +99,7 @@ void attention_step(const DecoderLayer& L, const ModelConfig& c, KVCache& cache,
     args.values = v_cache + kv;
     args.keys_count = S;
     args.head_dim = D;
-    args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+    args.scale = scale;
     args.scores = &buf.scores[first * S];
     args.out = &buf.attn[first * D];
     cpu::decode_attention(args, isa);
