@@ -22,6 +22,8 @@
 # With a fixed alpha they read one shared `fsq calibrate` file ("calibration pass", timed
 # separately, like the Fisher pass); auto and intonly calibrate inside quantize.
 #   FSQ_CONFIGS="w8a8:per-token:- smoothquant:per-token:0.5 smoothquant:per-token:auto" ...
+# A fourth field gptq (smoothquant:per-token:0.7:gptq) adds --gptq: GPTQ int8 weights, which
+# need calibration inputs, so that config calibrates inside quantize like auto.
 #
 # Mixed precision (fsq plan): METHOD:plan:TARGET (METHOD awq, rtn or squeezellm) runs
 # `fsq plan --calib` on the shared calibration file (LLM-PQ's variance indicator, widths 3
@@ -115,8 +117,8 @@ calibrate_once() {
   echo "$label: $(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))") s ($samples x $calib_seq tokens)"
 }
 for c in $configs; do
-  IFS=: read -r method bits group <<<"$c"
-  out="$work/q/$method-w$bits-g$group"
+  IFS=: read -r method bits group extra <<<"$c"
+  out="$work/q/$method-w$bits-g$group${extra:+-$extra}"
   rm -rf "$out" "$out.partial"
   calib=(); [[ $method != rtn ]] && calib=(--calib-data "$work/calib" --samples "$samples" --seq-len "$calib_seq")
   shape=(--group-size "$group")
@@ -131,7 +133,8 @@ for c in $configs; do
   fi
   if [[ $method == w8a8 || $method == smoothquant || $method == intonly ]]; then
     shape=(--act-quant "$bits"); [[ $group != - ]] && shape+=(--alpha "$group")
-    if [[ $method != intonly && $group != auto ]]; then
+    [[ ${extra:-} == gptq ]] && shape+=(--gptq)
+    if [[ $method != intonly && $group != auto && ${extra:-} != gptq ]]; then
       calibrate_once "$stats" "calibration pass"
       shape+=(--calib "$stats"); calib=()
     fi
@@ -158,6 +161,6 @@ print("%.3f" % (sum(e["bits_per_weight"] * e["weights"] for e in q) / sum(e["wei
   else
     bpw=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["plan"]["bits_per_weight"])' "$out.json")
   fi
-  row "$method" "$out" "$bits" "$group" "$bpw" "$secs"
+  row "$method${extra:++$extra}" "$out" "$bits" "$group" "$bpw" "$secs"
 done
 echo "work folder: $work (packed checkpoints, reports)"

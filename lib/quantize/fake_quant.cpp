@@ -51,11 +51,7 @@ double code_max(const UniformQuant& q) {
   return q.symmetric ? double((1 << (q.bits - 1)) - 1) : double((1 << q.bits) - 1);
 }
 
-// Per-group scale and zero point, [rows, groups, 1] float32 (zero is integer-valued).
-struct GroupParams {
-  at::Tensor scale;
-  at::Tensor zero;
-};
+}  // namespace
 
 GroupParams group_params(const at::Tensor& grouped, const UniformQuant& q) {
   const at::Tensor qmax = device_constant(code_max(q), grouped);
@@ -70,7 +66,6 @@ GroupParams group_params(const at::Tensor& grouped, const UniformQuant& q) {
   return {scale, zero};
 }
 
-// Codes as integer-valued float32, [rows, groups, group_cols], in 0 .. 2^bits - 1.
 at::Tensor float_codes(const at::Tensor& grouped, const GroupParams& p, const UniformQuant& q) {
   if (q.symmetric) {
     const double half = double(1 << (q.bits - 1));
@@ -78,8 +73,6 @@ at::Tensor float_codes(const at::Tensor& grouped, const GroupParams& p, const Un
   }
   return (at::round(grouped / p.scale) + p.zero).clamp(0, code_max(q));
 }
-
-}  // namespace
 
 GroupQuantized quantize_groups(const at::Tensor& w, const UniformQuant& q) {
   const at::Tensor grouped = as_groups(w, q);

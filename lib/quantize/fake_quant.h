@@ -18,6 +18,18 @@ struct GroupQuantized {
   at::Tensor zeros;   // [rows, groups] uint8; symmetric: always 2^(bits-1) (implicit in storage)
 };
 
+// The scale and zero point of groups whose values lie along the last dimension of
+// `grouped` (float32 [..., group_cols]), as quantize_groups computes them: [..., 1] each,
+// the scale fp16-rounded, the zero integer-valued (2^(bits-1) when symmetric).
+struct GroupParams {
+  at::Tensor scale;
+  at::Tensor zero;
+};
+GroupParams group_params(const at::Tensor& grouped, const UniformQuant& q);
+// Codes of `grouped` under `p` as integer-valued float32, in 0 .. 2^bits - 1 (broadcasting
+// p over the last dimension; GPTQ quantizes one column at a time with its group's params).
+at::Tensor float_codes(const at::Tensor& grouped, const GroupParams& p, const UniformQuant& q);
+
 // w: [rows, cols] of any floating dtype; cols must be a multiple of q.group_cols(cols). Any
 // group size and 2..8 bits work here (tests use tiny groups); the registry (quant_types.h)
 // says what can be stored. Throws fsq::Error on non-finite weights or an fp16 scale overflow,

@@ -1,8 +1,8 @@
 // Quantizer passes. A pass gets one decoder layer (dense fp32 weights, a private copy it
 // may rewrite: AWQ folds scales into norms and linears) and, when it needs calibration,
 // the inputs of the layer's linear groups. After it returns, the pipeline quantizes every
-// linear's current weight with the chosen UniformQuant and stores the layer's norms and
-// biases as they now are. Passes are listed in one table (quant_passes()).
+// linear's current weight with the chosen UniformQuant (unless the pass quantized it itself:
+// PassResult::quantized) and stores the layer's norms and biases as they now are. Passes are listed in one table (quant_passes()).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,6 +18,7 @@
 
 #include "formats/quant/uniform_quant.h"
 #include "formats/quant/w8a8_quant.h"
+#include "quantize/fake_quant.h"
 
 namespace fsq {
 
@@ -56,6 +57,9 @@ struct PassResult {
   // Passes that quantize activations statically: the largest |input| each linear (by role)
   // will see, measured on the calibration set after the pass's rewrite.
   std::map<std::string, float> input_absmax;
+  // Linears (by role) the pass quantized itself (GPTQ), in the layer's quant type
+  // (PassContext::quant_for); the pipeline stores these instead of rounding the weights.
+  std::map<std::string, GroupQuantized> quantized;
 };
 
 class QuantPass {
@@ -69,6 +73,8 @@ class QuantPass {
 struct PassOptions {
   std::optional<double> smooth_alpha = 0.5;  // SmoothQuant's alpha; nullopt: searched per group
   ActivationQuant act_quant = ActivationQuant::PerToken;
+  // W8A8 passes: int8 weights by GPTQ on the calibration inputs instead of round-to-nearest.
+  bool gptq = false;
 };
 
 struct PassInfo {

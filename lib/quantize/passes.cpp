@@ -30,18 +30,18 @@ const std::vector<PassInfo>& quant_passes() {
       {"smoothquant",
        "W8A8: activation outliers smoothed into the weights (alpha), int8 weights per channel and int8 "
        "activations per token or per tensor (Xiao et al. 2023)",
-       true, [](const PassOptions& o) { return std::make_unique<SmoothQuantPass>(o.smooth_alpha, o.act_quant); },
+       true, [](const PassOptions& o) { return std::make_unique<SmoothQuantPass>(o.smooth_alpha, o.act_quant, true, o.gptq); },
        false, true},
       {"w8a8", "naive W8A8 (no smoothing): int8 weights per channel, int8 activations per token or per tensor",
        true,
-       [](const PassOptions& o) { return std::make_unique<SmoothQuantPass>(std::nullopt, o.act_quant, false); },
+       [](const PassOptions& o) { return std::make_unique<SmoothQuantPass>(std::nullopt, o.act_quant, false, o.gptq); },
        false, true},
       {"intonly",
        "integer-only inference (I-BERT): SmoothQuant (alpha) with static per-tensor int8 activations, plus the "
        "calibrated ranges of every activation the integer decoder layer requantizes to",
        true,
        [](const PassOptions& o) {
-         return std::make_unique<SmoothQuantPass>(o.smooth_alpha, ActivationQuant::PerTensor);
+         return std::make_unique<SmoothQuantPass>(o.smooth_alpha, ActivationQuant::PerTensor, true, o.gptq);
        },
        false, true, true},
   };

@@ -66,14 +66,18 @@ at::Tensor calibration_ids(const QuantizeConfig& cfg, nlohmann::json& provenance
   return window_ids(set);
 }
 
+// `done`: linears the pass quantized itself (PassResult::quantized), stored as they are.
 StoredLayer quantize_layer(const DecoderLayer& layer, const ArchSpec& arch, const UniformQuant& q,
-                           const nlohmann::json& report) {
+                           const nlohmann::json& report, const std::map<std::string, GroupQuantized>& done) {
   StoredLayer stored;
   stored.report = report;
   for (const auto& spec : arch.linears) {
     const DenseLinear& d = dense(layer, spec.role);
     const UniformQuant used = quant_for_columns(q, d.in_features());
-    stored.linears.emplace(spec.role, to_quantized_matrix(quantize_groups(d.weight().to(at::kFloat), used), used));
+    const auto it = done.find(spec.role);
+    stored.linears.emplace(spec.role, to_quantized_matrix(it != done.end() ? it->second
+                                                                           : quantize_groups(d.weight().to(at::kFloat), used),
+                                                          used));
     if (d.bias()) stored.vectors[spec.role + ".bias"] = to_floats(*d.bias());
   }
   stored.vectors["input_norm"] = to_floats(layer.input_norm);
@@ -173,6 +177,7 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"act_quant", activation_quant_label(p.act_quant)},
                     {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
                     {"search_tokens", cfg.search_tokens}});
+    if (p.gptq) options["weights"] = "gptq";  // absent: round to nearest
     if (cfg.method == "smoothquant" || cfg.method == "intonly")
       options["alpha"] = p.smooth_alpha ? nlohmann::json(*p.smooth_alpha) : nlohmann::json("auto");
   } else {
@@ -278,6 +283,10 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   if (stats_from_file && !cfg.pass_options.smooth_alpha && cfg.method == "smoothquant")
     throw Error("--alpha", "auto searches on calibration activations, which a --calib file does not hold; give "
                            "--calib-data TEXT instead, or a fixed --alpha");
+  if (cfg.pass_options.gptq && !int8_activations)
+    throw Error("--gptq", "--method " + cfg.method + " does not take it: GPTQ weights are for smoothquant, w8a8 and intonly");
+  if (cfg.pass_options.gptq && stats_from_file)
+    throw Error("--gptq", "needs calibration inputs, which a --calib file does not hold: give --calib-data TEXT instead");
   const bool calibrate_here = pass_info.needs_calibration && !stats_from_file;
   if (calibrate_here && !cfg.calib_data)
     throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)" +
@@ -453,7 +462,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
       if (activation_stats) ctx.activation_stats = &*activation_stats;
       PassResult result = pass->run(layer, run.acts, ctx);
-      StoredLayer stored = quantize_layer(layer, arch, quant_of_layer(i), result.report);
+      StoredLayer stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
       for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
       at::Tensor next;  // the next layer's input, when the range run computed it
       if (pass_info.integer_only) {

@@ -3,10 +3,13 @@
 #include <ATen/ATen.h>
 
 #include <limits>
+#include <map>
+#include <vector>
 
 #include "calib/calib_file.h"
 #include "common/error.h"
 #include "formats/architectures.h"
+#include "quantize/gptq.h"
 #include "quantize/group_fold.h"
 #include "quantize/layer_values.h"
 #include "quantize/smoothquant.h"
@@ -103,12 +106,39 @@ PassResult smooth_from_file(DecoderLayer& layer, const PassContext& ctx, std::op
   return result;
 }
 
+// GPTQ on the linears of one group, as they stand after every fold of the layer: their rows
+// stacked into one matrix (they share the inputs, so one Hessian and one GPTQ run), the
+// codes split back per role. The report gets the reconstruction loss GPTQ leaves as a
+// share of round-to-nearest's.
+void quantize_group_gptq(const DecoderLayer& layer, const PassContext& ctx, const LinearGroup& group,
+                         const at::Tensor& hessian, PassResult& result) {
+  std::vector<at::Tensor> weights;
+  for (const auto& role : group.roles) weights.push_back(dense_linear(layer, role, kWho).weight().to(at::kFloat));
+  const at::Tensor stacked = at::cat(weights, 0);
+  const UniformQuant q = ctx.quant_for(stacked.size(1));
+  const GroupQuantized g = gptq_quantize(stacked, hessian, q);
+  const double nearest = gptq_loss(stacked, fake_quantize(stacked, q), hessian);
+  const double gptq = gptq_loss(stacked, dequantize_groups(g, q), hessian);
+  result.report[group.name]["gptq_loss_vs_nearest"] = nearest > 0 ? gptq / nearest : 1.0;
+  int64_t row = 0;
+  for (size_t r = 0; r < group.roles.size(); ++r) {
+    const int64_t rows = weights[r].size(0);
+    result.quantized[group.roles[r]] = {g.codes.slice(0, row, row + rows), g.scales.slice(0, row, row + rows),
+                                        g.zeros.slice(0, row, row + rows)};
+    row += rows;
+  }
+}
+
 }  // namespace
 
 PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const {
   at::NoGradGuard no_grad;
-  if (acts.groups.empty()) return smooth_from_file(layer, ctx, alpha_, smooth_);
+  if (acts.groups.empty()) {
+    if (gptq_) throw Error(kWho, "GPTQ needs calibration inputs, not only a calibration file's statistics");
+    return smooth_from_file(layer, ctx, alpha_, smooth_);
+  }
   PassResult result;
+  std::map<std::string, at::Tensor> hessians;  // GPTQ's, of each group's smoothed inputs
   for (const LinearGroup& group : ctx.arch.groups) {
     const at::Tensor x = acts.groups.at(group.name);
     const at::Tensor x2 = x.reshape({-1, x.size(-1)}).to(at::kFloat);
@@ -142,7 +172,10 @@ PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& act
     for (const auto& role : group.roles) result.input_absmax[role] = absmax;
     entry["input_absmax"] = absmax;
     result.report[group.name] = entry;
+    if (gptq_) hessians[group.name] = gptq_hessian(x2 / s);
   }
+  for (const LinearGroup& group : ctx.arch.groups)
+    if (gptq_) quantize_group_gptq(layer, ctx, group, hessians.at(group.name), result);
   return result;
 }
 

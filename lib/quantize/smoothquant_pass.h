@@ -6,7 +6,10 @@
 // o_proj's scales come from absmaxes pooled over the query heads that share a KV head and
 // divide out of v_proj's rows (group_fold.h; the report marks it "shared_kv_heads"). A group
 // with no fold stays unsmoothed and the report says why. It also records each
-// linear's largest |input| after smoothing, for static per-tensor activation scales.
+// linear's largest |input| after smoothing, for static per-tensor activation scales. With
+// gptq, every linear's int8 weights come from GPTQ (gptq.h) on the group's smoothed
+// calibration inputs, after all of the layer's folds (a later group's fold rescales an
+// earlier group's producer rows: v_proj, up_proj).
 #pragma once
 
 #include <optional>
@@ -19,14 +22,15 @@ class SmoothQuantPass final : public QuantPass {
  public:
   // smooth = false: naive W8A8, every group unsmoothed (the baseline SmoothQuant is
   // measured against).
-  SmoothQuantPass(std::optional<double> alpha, ActivationQuant act_quant, bool smooth = true)
-      : alpha_(alpha), act_quant_(act_quant), smooth_(smooth) {}
+  SmoothQuantPass(std::optional<double> alpha, ActivationQuant act_quant, bool smooth = true, bool gptq = false)
+      : alpha_(alpha), act_quant_(act_quant), smooth_(smooth), gptq_(gptq) {}
   PassResult run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const override;
 
  private:
   std::optional<double> alpha_;
   ActivationQuant act_quant_;
   bool smooth_ = true;
+  bool gptq_ = false;
 };
 
 }  // namespace fsq

@@ -29,7 +29,7 @@ struct QuantizeFlags {
   WindowDraw draw;
   int64_t batch_size = 8, search_tokens = 8192;
   squeezellm::LutOptions lut;
-  bool unweighted = false;
+  bool unweighted = false, gptq = false;
   std::string alpha = "0.5", act_quant = "per-token";
   bool weight_type_given = false;  // --bits, --group-size or --sym on the command line
   bool act_quant_given = false;    // --act-quant on the command line
@@ -54,6 +54,7 @@ std::optional<double> parse_alpha(const std::string& text) {
 PassOptions pass_options(const QuantizeFlags& f) {
   PassOptions o;
   o.smooth_alpha = parse_alpha(f.alpha);
+  o.gptq = f.gptq;
   if (!parse_activation_quant(f.act_quant, &o.act_quant))
     throw Error("--act-quant", "unknown activation quantization", "per-token or per-tensor", f.act_quant);
   if (find_quant_pass(f.method).integer_only) {
@@ -171,6 +172,9 @@ Command add_quantize_command(CLI::App& root) {
                   "smoothquant, intonly: migration strength 0..1 (s_j = max|X_j|^alpha / max|W_j|^(1-alpha)), or auto to "
                   "search 0.30..0.90 per linear group by W8A8 output error")
       ->capture_default_str();
+  app->add_flag("--gptq", f->gptq,
+                "smoothquant, w8a8, intonly: int8 weights by GPTQ (Frantar et al. 2023): each input column's rounding "
+                "error compensated in the columns after it, from the calibration inputs' X^T X (needs --calib-data)");
   app->add_option("--act-quant", f->act_quant,
                   "smoothquant: int8 activations per-token (dynamic scale per row) or per-tensor (static scale "
                   "from calibration); intonly: per-tensor only")
@@ -206,6 +210,7 @@ Command add_quantize_command(CLI::App& root) {
       "fsq quantize --model DIR --method squeezellm --bits 3 --calib calib.safetensors --out q/sq-w3",
       "fsq quantize --model DIR --method awq --plan plan.json --calib-data calib.jsonl --out q/awq-mixed",
       "fsq quantize --model DIR --method smoothquant --alpha auto --calib-data calib.txt --out q/w8a8",
+      "fsq quantize --model DIR --method smoothquant --alpha 0.6 --gptq --calib-data calib.txt --out q/w8a8-gptq",
       "fsq quantize --model DIR --method intonly --calib-data calib.txt --out q/intonly",
       "fsq eval --model q/awq-w4 --compare DIR --data wiki.test.raw"}));
   return Command{app, [f, app] {

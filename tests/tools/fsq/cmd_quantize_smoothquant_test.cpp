@@ -27,18 +27,23 @@ TEST_F(CliQuantizeSmoothQuant, W8A8CheckpointsRunAsInt8AndStayCloseToFp) {
   struct Case {
     std::string name, method, act_quant, alpha, type;
     double max_kl;
+    bool gptq = false;
   };
   const std::vector<Case> cases = {
       {"naive", "w8a8", "per-token", "0.5", "w8a8", kMaxW8A8PerTokenKl},
       {"sq", "smoothquant", "per-token", "0.5", "w8a8", kMaxW8A8PerTokenKl},
       {"sq-auto", "smoothquant", "per-token", "auto", "w8a8", kMaxW8A8PerTokenKl},
       {"sq-static", "smoothquant", "per-tensor", "0.5", "w8a8static", kMaxW8A8PerTensorKl},
+      {"sq-gptq", "smoothquant", "per-token", "0.5", "w8a8", kMaxW8A8PerTokenKl, true},
   };
   for (const Case& c : cases) {
     const fs::path out = dir_ / c.name;
-    RunResult r = quantize(out, {"--method", c.method, "--act-quant", c.act_quant, "--alpha", c.alpha});
+    std::vector<std::string> options = {"--method", c.method, "--act-quant", c.act_quant, "--alpha", c.alpha};
+    if (c.gptq) options.push_back("--gptq");
+    RunResult r = quantize(out, options);
     ASSERT_EQ(r.exit_code, 0) << c.name << ": " << r.err;
     const nlohmann::json manifest = read_json(out / "fsq.json");
+    EXPECT_EQ(manifest["run_options"].value("weights", "round to nearest"), c.gptq ? "gptq" : "round to nearest");
     EXPECT_EQ(manifest["run_options"]["quant_type"], c.type) << c.name;
     for (const auto& [name, linear] : manifest["linears"].items()) EXPECT_EQ(linear["quant_type"], c.type) << name;
     const Quality q = evaluate_against_stories260k(out);
@@ -62,6 +67,7 @@ TEST_F(CliQuantizeSmoothQuant, OptionErrorsNameTheOption) {
       {{"--method", "smoothquant", "--alpha", "1.5"}, "--alpha: must be a number from 0 to 1, or auto"},
       {{"--method", "smoothquant", "--alpha", "half"}, "--alpha: must be a number from 0 to 1, or auto"},
       {{"--method", "smoothquant", "--act-quant", "per-channel"}, "--act-quant"},
+      {{"--method", "rtn", "--gptq"}, "--gptq: --method rtn does not take it"},
   };
   for (const Bad& b : bad) {
     RunResult r = quantize(out, b.options);
