@@ -66,6 +66,14 @@ at::Tensor logits_of(const fs::path& dir, const at::Tensor& ids) {
   return files.load(RuntimeOptions{})->forward(ids);
 }
 
+// Relative logits error of a checkpoint against the fp model on fixed random ids (not the
+// calibration text).
+double error_vs_fp(const fs::path& checkpoint, const fs::path& fp_model) {
+  at::manual_seed(4);
+  const at::Tensor ids = at::randint(0, 512, {2, 32}, at::kLong);
+  return relative_error(logits_of(checkpoint, ids), logits_of(fp_model, ids));
+}
+
 TEST(SmoothQuantPipeline, NaiveW8A8FailsOnOutliersAndSmoothQuantRecovers) {
   FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
   set_threads(1);
@@ -129,13 +137,9 @@ TEST(SmoothQuantPipeline, CalibrationFileGivesTheSameSmoothing) {
   ASSERT_TRUE(na && nb);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(na->data), na->nbytes),
             std::string(reinterpret_cast<const char*>(nb->data), nb->nbytes));
-  at::manual_seed(4);
-  const at::Tensor ids = at::randint(0, 512, {2, 32}, at::kLong);
-  const at::Tensor fp = logits_of(fx.model, ids);
   // Later layers calibrate on fp (file) vs quantized (run) inputs: close, not equal.
   constexpr double kSameQualityFactor = 1.5;
-  EXPECT_LT(relative_error(logits_of(from_file.out, ids), fp),
-            kSameQualityFactor * relative_error(logits_of(from_text.out, ids), fp));
+  EXPECT_LT(error_vs_fp(from_file.out, fx.model), kSameQualityFactor * error_vs_fp(from_text.out, fx.model));
 
   QuantizeConfig auto_alpha = from_file;
   auto_alpha.out = fx.dir / "auto";
@@ -169,14 +173,9 @@ TEST(SmoothQuantPipeline, GptqWeightsLowerEachGroupsLossAndNeedCalibrationInputs
   EXPECT_GT(groups, 0);
   const PackedCheckpoint packed = PackedCheckpoint::open(gptq.out);
   for (const PackedLinear& l : packed.linears()) EXPECT_EQ(l.act_quant, ActivationQuant::PerToken) << l.name;
-  at::manual_seed(4);
-  const at::Tensor ids = at::randint(0, 512, {2, 32}, at::kLong);
-  const at::Tensor fp = logits_of(fx.model, ids);
-  // Random ids, not the calibration text: relative logits error vs fp, measured GPTQ 0.074,
-  // nearest 0.081; the bound leaves room for other draws.
+  // Measured: GPTQ 0.074, nearest 0.081; the bound leaves room for other draws.
   constexpr double kNoWorseFactor = 1.1;
-  EXPECT_LT(relative_error(logits_of(gptq.out, ids), fp),
-            kNoWorseFactor * relative_error(logits_of(nearest.out, ids), fp));
+  EXPECT_LT(error_vs_fp(gptq.out, fx.model), kNoWorseFactor * error_vs_fp(nearest.out, fx.model));
 
   QuantizeConfig from_file = gptq;
   from_file.out = fx.dir / "from-file";
