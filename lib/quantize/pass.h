@@ -2,7 +2,8 @@
 // may rewrite: AWQ folds scales into norms and linears) and, when it needs calibration,
 // the inputs of the layer's linear groups. After it returns, the pipeline quantizes every
 // linear's current weight with the chosen UniformQuant (unless the pass quantized it itself:
-// PassResult::quantized) and stores the layer's norms and biases as they now are. Passes are listed in one table (quant_passes()).
+// PassResult::quantized) and stores the layer's norms and biases as they now are. Passes
+// are listed in one table (quant_passes()).
 #pragma once
 
 #include <ATen/core/Tensor.h>

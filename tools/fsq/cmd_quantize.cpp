@@ -210,7 +210,7 @@ Command add_quantize_command(CLI::App& root) {
       "fsq quantize --model DIR --method squeezellm --bits 3 --calib calib.safetensors --out q/sq-w3",
       "fsq quantize --model DIR --method awq --plan plan.json --calib-data calib.jsonl --out q/awq-mixed",
       "fsq quantize --model DIR --method smoothquant --alpha auto --calib-data calib.txt --out q/w8a8",
-      "fsq quantize --model DIR --method smoothquant --alpha 0.6 --gptq --calib-data calib.txt --out q/w8a8-gptq",
+      "fsq quantize --model DIR --method smoothquant --alpha 0.7 --gptq --calib-data calib.txt --out q/w8a8-gptq",
       "fsq quantize --model DIR --method intonly --calib-data calib.txt --out q/intonly",
       "fsq eval --model q/awq-w4 --compare DIR --data wiki.test.raw"}));
   return Command{app, [f, app] {
