@@ -60,7 +60,8 @@ GroupQuantized gptq_quantize(const at::Tensor& w, const at::Tensor& hessian, con
   const double half = double(1 << (q.bits - 1));
   at::Tensor codes = at::empty({rows, cols}, at::kFloat);
   at::Tensor scales = nearest.scales.clone(), zeros = nearest.zeros.clone();
-  GroupParams params = per_channel ? group_params(W, q) : GroupParams{};
+  // Per channel: round-to-nearest's params, taken from w before any update.
+  GroupParams params = per_channel ? GroupParams{nearest.scales, nearest.zeros.to(at::kFloat)} : GroupParams{};
 
   for (int64_t b0 = 0; b0 < cols; b0 += block) {
     const int64_t b1 = std::min(b0 + block, cols), n = b1 - b0;

@@ -168,14 +168,16 @@ PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& act
     } else {
       entry.update({{"smoothed", false}, {"reason", route.blocker}});
     }
-    const float absmax = (x2 / s).abs().max().item<float>();
+    const at::Tensor smoothed = x2 / s;
+    const float absmax = smoothed.abs().max().item<float>();
     for (const auto& role : group.roles) result.input_absmax[role] = absmax;
     entry["input_absmax"] = absmax;
     result.report[group.name] = entry;
-    if (gptq_) hessians[group.name] = gptq_hessian(x2 / s);
+    if (gptq_) hessians[group.name] = gptq_hessian(smoothed);
   }
-  for (const LinearGroup& group : ctx.arch.groups)
-    if (gptq_) quantize_group_gptq(layer, ctx, group, hessians.at(group.name), result);
+  if (gptq_)
+    for (const LinearGroup& group : ctx.arch.groups)
+      quantize_group_gptq(layer, ctx, group, hessians.at(group.name), result);
   return result;
 }
 
