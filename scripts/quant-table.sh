@@ -23,7 +23,8 @@
 # separately, like the Fisher pass); auto and intonly calibrate inside quantize.
 #   FSQ_CONFIGS="w8a8:per-token:- smoothquant:per-token:0.5 smoothquant:per-token:auto" ...
 # A fourth field gptq (smoothquant:per-token:0.7:gptq) adds --gptq: GPTQ int8 weights, which
-# need calibration inputs, so that config calibrates inside quantize like auto.
+# need calibration inputs, so that config calibrates inside quantize like auto. SqueezeLLM
+# takes it too (squeezellm:4:sparse:gptq): the k-means centroids, GPTQ's codes.
 #
 # Mixed precision (fsq plan): METHOD:plan:TARGET (METHOD awq, rtn or squeezellm) runs
 # `fsq plan --calib` on the shared calibration file (LLM-PQ's variance indicator, widths 3
@@ -147,7 +148,9 @@ for c in $configs; do
       sparse) shape=(--calib "$fisher") ;;
       *) echo "quant-table: unknown squeezellm variant '$group' (unweighted, dense or sparse)" >&2; exit 1 ;;
     esac
-    calib=()
+    # gptq: the codes chosen by GPTQ on calibration inputs run inside quantize (the Fisher
+    # diagonals still come from the shared file).
+    if [[ ${extra:-} == gptq ]]; then shape+=(--gptq); else calib=(); fi
   fi
   start=$(date +%s.%N)
   bits_flag=(--bits "$bits"); [[ ${shape[0]} == --act-quant || $bits == plan ]] && bits_flag=()

@@ -13,9 +13,9 @@ namespace {
 
 constexpr const char* kWho = "gptq";
 
-// Upper Cholesky factor U of H^-1 (H^-1 = U^T U), float32: row j of U carries column j's
-// rounding error to the columns after it.
-at::Tensor inverse_hessian_factor(at::Tensor h, double damp) {
+}  // namespace
+
+at::Tensor gptq_inverse_hessian_factor(at::Tensor h, double damp) {
   // An input that never fired has a zero row and column: a unit diagonal keeps H invertible
   // and leaves that column's error where it is.
   const at::Tensor dead = h.diagonal() == 0;
@@ -30,8 +30,6 @@ at::Tensor inverse_hessian_factor(at::Tensor h, double damp) {
                           std::to_string(damp) + "; calibrate on more tokens");
   }
 }
-
-}  // namespace
 
 at::Tensor gptq_hessian(const at::Tensor& x) {
   const at::Tensor rows = x.reshape({-1, x.size(-1)}).to(at::kFloat);
@@ -49,7 +47,7 @@ GroupQuantized gptq_quantize(const at::Tensor& w, const at::Tensor& hessian, con
   if (options.damp <= 0 || options.block <= 0) throw Error(kWho, "damping and block size must be positive");
 
   at::Tensor W = w.to(at::kFloat).clone();
-  const at::Tensor U = inverse_hessian_factor(hessian.to(at::kDouble), options.damp);
+  const at::Tensor U = gptq_inverse_hessian_factor(hessian.to(at::kDouble), options.damp);
   const at::Tensor u_diagonal = U.diagonal().contiguous();
   const std::vector<float> pivot(u_diagonal.data_ptr<float>(), u_diagonal.data_ptr<float>() + cols);
 

@@ -34,6 +34,12 @@ at::Tensor gptq_hessian(const at::Tensor& x);
 GroupQuantized gptq_quantize(const at::Tensor& w, const at::Tensor& hessian, const UniformQuant& q,
                              const GptqOptions& options = {});
 
+// The upper Cholesky factor U of H^-1 (H^-1 = U^T U), float32, after `damp` x the mean
+// diagonal is added to H (and a unit diagonal for inputs that never fired): row j of U
+// carries column j's rounding error to the columns after it. Throws fsq::Error when H is
+// not positive definite even so.
+at::Tensor gptq_inverse_hessian_factor(at::Tensor hessian, double damp);
+
 // trace((w - wq) H (w - wq)^T): the reconstruction loss of quantized weights wq on the
 // inputs H came from (for reports and tests).
 double gptq_loss(const at::Tensor& w, const at::Tensor& wq, const at::Tensor& hessian);

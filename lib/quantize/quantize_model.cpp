@@ -171,6 +171,8 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"weighted", cfg.lut.weighted},
                     {"max_iterations", cfg.lut.max_iterations},
                     {"tolerance", cfg.lut.tolerance}});
+    if (cfg.pass_options.gptq)
+      options.update({{"weights", "gptq"}, {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"}});
   } else if (int8_activations) {
     const PassOptions& p = cfg.pass_options;
     options.update({{"quant_type", w8a8_quant_name(p.act_quant)},
@@ -283,15 +285,20 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   if (stats_from_file && !cfg.pass_options.smooth_alpha && cfg.method == "smoothquant")
     throw Error("--alpha", "auto searches on calibration activations, which a --calib file does not hold; give "
                            "--calib-data TEXT instead, or a fixed --alpha");
-  if (cfg.pass_options.gptq && !int8_activations)
-    throw Error("--gptq", "--method " + cfg.method + " does not take it: GPTQ weights are for smoothquant, w8a8 and intonly");
-  if (cfg.pass_options.gptq && stats_from_file)
-    throw Error("--gptq", "needs calibration inputs, which a --calib file does not hold: give --calib-data TEXT instead");
-  const bool calibrate_here = pass_info.needs_calibration && !stats_from_file;
+  const bool lut = pass_info.lookup_table;
+  if (cfg.pass_options.gptq && !int8_activations && !lut)
+    throw Error("--gptq", "--method " + cfg.method +
+                              " does not take it: GPTQ weights are for smoothquant, w8a8, intonly and squeezellm");
+  if (cfg.pass_options.gptq && (stats_from_file || (lut && !cfg.calib_data)))
+    throw Error("--gptq", std::string("needs calibration inputs") +
+                              (lut ? "" : ", which a --calib file does not hold") + ": give --calib-data TEXT" +
+                              (lut ? " (the Fisher diagonals may still come from --calib)" : " instead"));
+  // SqueezeLLM with GPTQ runs calibration windows for its Hessians besides the Fisher pass.
+  const bool lut_gptq = lut && cfg.pass_options.gptq;
+  const bool calibrate_here = (pass_info.needs_calibration || lut_gptq) && !stats_from_file;
   if (calibrate_here && !cfg.calib_data)
     throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)" +
                                     (int8_activations ? " or a calibration file (--calib, from fsq calibrate)" : ""));
-  const bool lut = pass_info.lookup_table;
   const bool use_fisher = lut && lut_needs_fisher(cfg.lut);
   if (lut && !lut_bits_supported(cfg.quant.bits))
     throw Error("--bits", "--method " + cfg.method + " stores 3- or 4-bit codes", "3 or 4", std::to_string(cfg.quant.bits));
@@ -365,8 +372,10 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   if (cfg.dry_run) return summary;
 
   nlohmann::json calibration;  // null for data-free methods
+  nlohmann::json windows;      // the calibration windows run through the layers
   at::Tensor ids;
-  if (calibrate_here) ids = calibration_ids(cfg, calibration);
+  if (calibrate_here) ids = calibration_ids(cfg, windows);
+  if (!lut_gptq) calibration = windows;
   if (activation_stats)
     calibration = {{"stats_file", activation_stats->path().string()}, {"provenance", activation_stats->provenance()}};
 
@@ -377,6 +386,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
                                     {"samples", cfg.draw.samples}, {"seq_len", cfg.draw.seq_len},
                                     {"seed", cfg.draw.seed}}}};
   }
+  if (lut_gptq) calibration["gptq_inputs"] = windows;
 
   const nlohmann::json run_options = byte_changing_options(cfg, lut, int8_activations);
   nlohmann::json fingerprint = run_options;
@@ -448,22 +458,20 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         bar.update(i + 1, "layer " + std::to_string(i) + " (16-bit)");
         continue;
       }
+      LayerRun run;
+      if (calibrate_here) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
+      StoredLayer stored;
       if (lut) {
         squeezellm::LutOptions layer_lut = lut_options;
         layer_lut.bits = quant_of_layer(i).bits;
-        store.save(i, quantize_layer_lut(layer, arch, i, fisher_source, layer_lut));
-        count_saved_layer();
-        malloc_trim(0);
-        bar.update(i + 1, "layer " + std::to_string(i));
-        continue;
+        stored = quantize_layer_lut(layer, arch, i, fisher_source, layer_lut, lut_gptq ? &run.acts : nullptr);
+      } else {
+        PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
+        if (activation_stats) ctx.activation_stats = &*activation_stats;
+        PassResult result = pass->run(layer, run.acts, ctx);
+        stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
+        for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
       }
-      LayerRun run;
-      if (calibrate_here) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
-      PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
-      if (activation_stats) ctx.activation_stats = &*activation_stats;
-      PassResult result = pass->run(layer, run.acts, ctx);
-      StoredLayer stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
-      for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
       at::Tensor next;  // the next layer's input, when the range run computed it
       if (pass_info.integer_only) {
         // The ranges of the layer as stored, on the inputs it sees; with quantized_inputs that

@@ -5,6 +5,8 @@
 #include "common/error.h"
 #include "formats/architectures.h"
 #include "formats/checkpoint.h"
+#include "quantize/gptq.h"
+#include "quantize/gptq_lut.h"
 #include "quantize/layer_values.h"
 #include "runtime/model.h"
 
@@ -19,9 +21,20 @@ CalibrationFile open_fisher_calibration(const std::filesystem::path& path, const
 }
 
 StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, int64_t index,
-                               const CalibrationFile* calib, const squeezellm::LutOptions& options) {
+                               const CalibrationFile* calib, const squeezellm::LutOptions& options,
+                               const LayerActivations* gptq_inputs) {
   StoredLayer stored;
   stored.report = nlohmann::json::object();
+  // GPTQ's Hessian per role: one per group, shared by the linears reading the same input.
+  std::map<std::string, at::Tensor> hessians;
+  if (gptq_inputs) {
+    for (const LinearGroup& group : arch.groups) {
+      const auto x = gptq_inputs->groups.find(group.name);
+      if (x == gptq_inputs->groups.end()) throw Error("squeezellm", "GPTQ has no calibration inputs for " + group.name);
+      const at::Tensor h = gptq_hessian(x->second);
+      for (const auto& role : group.roles) hessians[role] = h;
+    }
+  }
   for (const auto& spec : arch.linears) {
     const DenseLinear& d = dense_linear(layer, spec.role, "squeezellm");
     const std::string name = layer_name(spec.pattern, index);
@@ -37,11 +50,16 @@ StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, 
       fisher = float_span(*f).data();
     }
     squeezellm::LutStats stats;
-    stored.lut_linears.emplace(spec.role, squeezellm::quantize_lut(w.data(), fisher, rows, cols, options, &stats, name));
+    LutMatrix m = squeezellm::quantize_lut(w.data(), fisher, rows, cols, options, &stats, name);
     stored.report[spec.role] = {{"sparse", stats.nnz},
                                 {"weighted_error", stats.weighted_error},
                                 {"squared_error", stats.squared_error},
                                 {"rows_at_iteration_cap", stats.rows_hit_iteration_cap}};
+    if (gptq_inputs) {
+      const LutGptqStats g = gptq_assign_lut(m, w.data(), hessians.at(spec.role), name);
+      stored.report[spec.role]["gptq_loss_vs_nearest"] = g.loss_nearest > 0 ? g.loss_gptq / g.loss_nearest : 1.0;
+    }
+    stored.lut_linears.emplace(spec.role, std::move(m));
     if (d.bias()) stored.vectors[spec.role + ".bias"] = to_floats(*d.bias());
   }
   stored.vectors["input_norm"] = to_floats(layer.input_norm);

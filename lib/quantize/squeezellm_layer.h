@@ -7,6 +7,7 @@
 
 #include "calib/calib_file.h"
 #include "quantize/layer_store.h"
+#include "quantize/pass.h"
 #include "quantize/squeezellm/lut_quantizer.h"
 
 namespace fsq {
@@ -21,10 +22,13 @@ struct DecoderLayer;
 CalibrationFile open_fisher_calibration(const std::filesystem::path& path, const Checkpoint& ckpt);
 
 // Quantizes every linear of `layer` (layer number `index`) with `options`; `calib` holds
-// the Fisher diagonals (nullptr: the unweighted ablation without Fisher). Norms and biases
-// are kept as they are. The report lists, per linear, the sparse values kept and the
-// Fisher-weighted and plain squared errors.
+// the Fisher diagonals (nullptr: the unweighted ablation without Fisher). With `gptq_inputs`
+// (the calibration inputs of the layer's linear groups) the codes are then chosen by GPTQ
+// (gptq_lut.h) on each group's Hessian. Norms and biases are kept as they are. The report
+// lists, per linear, the sparse values kept, the Fisher-weighted and plain squared errors of
+// the nearest codes and, with GPTQ, its reconstruction loss as a share of nearest's.
 StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, int64_t index,
-                               const CalibrationFile* calib, const squeezellm::LutOptions& options);
+                               const CalibrationFile* calib, const squeezellm::LutOptions& options,
+                               const LayerActivations* gptq_inputs = nullptr);
 
 }  // namespace fsq

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "formats/quant/w8a8_quant.h"
 #include "quantize/gptq.h"
+#include "correlated_inputs.h"
 
 namespace fsq {
 namespace {
@@ -18,17 +19,7 @@ constexpr int64_t kRows = 24, kCols = 128, kTokens = 1024;
 // The types GPTQ is run with here: W8A8's int8 per channel, and grouped 4/3-bit ones.
 const std::vector<UniformQuant> kTypes = {kW8A8Weights, UniformQuant{4, 32, false}, UniformQuant{3, 64, true}};
 
-// Inputs whose columns share a few strong factors plus their own noise: the correlated case
-// GPTQ exists for (transformer activations are far from white).
-// One fixed mixing of the factors; `seed` draws the tokens.
-at::Tensor correlated_inputs(int64_t tokens, int64_t seed) {
-  constexpr int64_t kFactors = 6;
-  at::manual_seed(7);
-  const at::Tensor mixing = at::randn({kFactors, kCols});
-  at::manual_seed(seed);
-  const at::Tensor factors = at::randn({tokens, kFactors}) * 3;
-  return factors.matmul(mixing) + at::randn({tokens, kCols}) * 0.3;
-}
+at::Tensor correlated_inputs(int64_t tokens, int64_t seed) { return testing::correlated_inputs(tokens, kCols, seed); }
 
 void expect_same(const GroupQuantized& a, const GroupQuantized& b, const char* what) {
   EXPECT_TRUE(at::equal(a.codes, b.codes)) << what;
@@ -64,7 +55,9 @@ TEST(Gptq, LowersTheReconstructionLossOfCorrelatedInputs) {
     // 0 of W8A8, which its format refuses).
     const int64_t top = (int64_t{1} << q.bits) - 1;
     EXPECT_LE(g.codes.max().item<int64_t>(), top);
-    if (q.symmetric) EXPECT_GE(g.codes.min().item<int64_t>(), 1);
+    if (q.symmetric) {
+      EXPECT_GE(g.codes.min().item<int64_t>(), 1);
+    }
     // Scales are fp16 values, as the checkpoint stores them.
     EXPECT_TRUE(at::equal(g.scales, g.scales.to(at::kHalf).to(at::kFloat)));
   }

@@ -182,6 +182,35 @@ TEST(QuantizePipeline, ResumedRunWritesTheSameBytesAndChangedOptionsStartOver) {
   EXPECT_EQ(PackedCheckpoint::open(other_build.out).manifest()["producer"], other_build.producer);
 }
 
+// SqueezeLLM with GPTQ runs calibration windows for its Hessians (no Fisher pass: unweighted,
+// no sensitive part): a resumed run replays the saved layers to rebuild the later layers'
+// inputs and writes the same bytes, and the codes differ from the nearest ones.
+TEST(QuantizePipeline, SqueezeLlmGptqResumesToTheSameBytes) {
+  FSQ_REQUIRE_SHARED("models/stories260K/tokenizer.model");
+  set_threads(1);
+  Fixture fx("lut-gptq", 96, /*tokenizer=*/true);
+  auto config = [&](const std::string& out, bool gptq) {
+    QuantizeConfig c = fx.config(out, "awq");  // awq's calibration settings
+    c.method = "squeezellm";
+    c.quant.bits = 3;
+    c.lut.weighted = false;
+    c.lut.sensitive_pct = 0;
+    c.pass_options.gptq = gptq;
+    return c;
+  };
+  lines_of(config("whole", true));
+  lines_of(config("nearest", false));
+  auto interrupted = config("resumed", true);
+  interrupted.stop_after_layers = 1;
+  EXPECT_THROW(lines_of(interrupted), Error);
+  QuantizeSummary summary;
+  lines_of(config("resumed", true), &summary);
+  EXPECT_EQ(summary.resumed_layers, 1);
+  EXPECT_EQ(folder_digest(fx.dir / "resumed"), folder_digest(fx.dir / "whole"));
+  EXPECT_NE(folder_digest(fx.dir / "nearest"), folder_digest(fx.dir / "whole"));
+  EXPECT_EQ(PackedCheckpoint::open(fx.dir / "whole").manifest()["run_options"]["weights"], "gptq");
+}
+
 // Layer 0 sees the embeddings either way; later layers are calibrated on the outputs of the
 // quantized layers before them unless fp inputs are asked for (AutoAWQ's choice).
 TEST(QuantizePipeline, QuantizedLayerInputsChangeOnlyLaterLayers) {

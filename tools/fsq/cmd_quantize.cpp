@@ -174,7 +174,8 @@ Command add_quantize_command(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--gptq", f->gptq,
                 "smoothquant, w8a8, intonly: int8 weights by GPTQ (Frantar et al. 2023): each input column's rounding "
-                "error compensated in the columns after it, from the calibration inputs' X^T X (needs --calib-data)");
+                "error compensated in the columns after it, from the calibration inputs' X^T X (needs --calib-data); "
+                "squeezellm: the k-means centroids kept, the codes chosen by GPTQ the same way");
   app->add_option("--act-quant", f->act_quant,
                   "smoothquant: int8 activations per-token (dynamic scale per row) or per-tensor (static scale "
                   "from calibration); intonly: per-tensor only")
@@ -208,6 +209,7 @@ Command add_quantize_command(CLI::App& root) {
       "fsq quantize --model DIR --method awq --calib-data calib.txt --out q/awq --dry-run",
       "fsq calibrate --model DIR --data calib.txt --fisher --out calib.safetensors && "
       "fsq quantize --model DIR --method squeezellm --bits 3 --calib calib.safetensors --out q/sq-w3",
+      "fsq quantize --model DIR --method squeezellm --bits 4 --gptq --calib calib.safetensors --calib-data calib.txt --out q/sq-w4-gptq",
       "fsq quantize --model DIR --method awq --plan plan.json --calib-data calib.jsonl --out q/awq-mixed",
       "fsq quantize --model DIR --method smoothquant --alpha auto --calib-data calib.txt --out q/w8a8",
       "fsq quantize --model DIR --method smoothquant --alpha 0.7 --gptq --calib-data calib.txt --out q/w8a8-gptq",

@@ -22,6 +22,9 @@ constexpr size_t kCalibBytes = 200'000;
 // the 0.45 % sparse part is a handful of values per matrix, so only its direction is asserted).
 constexpr double kUnweightedOverRtn = 0.8, kDenseOverUnweighted = 0.97, kSparseOverDense = 1.0;
 constexpr double kRegressionSlack = 1.25;  // recorded value x this fails the test
+// GPTQ's codes against the nearest ones, same tables (measured 2026-11-27: 0.77 at 3 bits,
+// 0.85 at 4; on SmolLM2 0.38 and 0.41).
+constexpr double kGptqOverNearest = 0.93;
 // Recorded 2026-11-25 with this file's settings (mean KL(reference || quantized)).
 constexpr double kRecordedRtn3 = 0.7379, kRecordedUnweighted3 = 0.4779, kRecordedDense3 = 0.4458,
                  kRecordedSparse3 = 0.4407, kRecordedSparse4 = 0.0891;
@@ -97,6 +100,30 @@ TEST_F(CliQuantizeSqueezeLlm, FourBitsBeatsThreeBits) {
   EXPECT_GT(four.top1, three.top1);
 }
 
+// --gptq keeps the k-means tables and chooses the codes by GPTQ on calibration inputs run
+// inside quantize: each linear's reconstruction loss falls below the nearest codes', and so
+// does the KL, at 3 and 4 bits.
+TEST_F(CliQuantizeSqueezeLlm, GptqCodesLowerTheKlAtThreeAndFourBits) {
+  FSQ_REQUIRE_STORIES260K();
+  for (int bits : {3, 4}) {
+    const std::string name = "sq" + std::to_string(bits);
+    const Quality nearest = evaluate(squeezellm(name, bits, {"--calib", fisher_file().string()}));
+    const fs::path q = squeezellm(name + "-gptq", bits, {"--calib", fisher_file().string(), "--gptq", "--calib-data",
+                                                          calib_text().string(), "--samples", "32", "--seq-len", "256"});
+    const Quality gptq = evaluate(q);
+    std::printf("KL Fisher + sparse at %d bits: nearest codes %.4f, GPTQ codes %.4f\n", bits, nearest.kl, gptq.kl);
+    EXPECT_LT(gptq.kl, kGptqOverNearest * nearest.kl) << bits;
+    const nlohmann::json fsq_json = read_json(q / "fsq.json");
+    EXPECT_EQ(fsq_json["run_options"]["weights"], "gptq");
+    EXPECT_TRUE(fsq_json["calibration"].contains("fisher_file")) << fsq_json["calibration"].dump();
+    EXPECT_EQ(fsq_json["calibration"]["gptq_inputs"]["samples"], 32) << fsq_json["calibration"].dump();
+    const nlohmann::json j = read_json(q.string() + ".quantize.json");
+    for (const auto& layer : j["layers"])
+      for (const auto& [role, entry] : layer["report"].items())
+        EXPECT_LT(entry["gptq_loss_vs_nearest"].get<double>(), 1.0) << role;
+  }
+}
+
 // Without --calib, quantize runs the Fisher pass itself: with the same windows it computes
 // the same diagonals, so the weights written are the same bytes.
 TEST_F(CliQuantizeSqueezeLlm, FisherPassInsideQuantizeWritesTheSameWeights) {
@@ -150,6 +177,8 @@ TEST_F(CliQuantizeSqueezeLlm, BadFisherSourcesAreRefusedBeforeAnyWork) {
   const std::string model = stories260k_dir().string();
   expect_refused(run(model, {}), "--calib");
   expect_refused(run(model, {"--bits", "2", "--calib", fisher_file().string()}), "--bits");
+  // GPTQ's Hessians need calibration inputs; the Fisher file holds none.
+  expect_refused(run(model, {"--calib", fisher_file().string(), "--gptq"}), "--calib-data");
 
   // A calibration file without Fisher diagonals.
   const fs::path stats_only = dir_ / "stats.safetensors";
