@@ -24,7 +24,8 @@
 #   FSQ_CONFIGS="w8a8:per-token:- smoothquant:per-token:0.5 smoothquant:per-token:auto" ...
 # A fourth field gptq (smoothquant:per-token:0.7:gptq) adds --gptq: GPTQ int8 weights, which
 # need calibration inputs, so that config calibrates inside quantize like auto. SqueezeLLM
-# takes it too (squeezellm:4:sparse:gptq): the k-means centroids, GPTQ's codes.
+# takes it too (squeezellm:4:sparse:gptq: the k-means centroids, GPTQ's codes), and so do
+# rtn and awq (awq:4:128:gptq: GPTQ after AWQ's scales, on calibration text like AWQ's).
 #
 # Mixed precision (fsq plan): METHOD:plan:TARGET (METHOD awq, rtn or squeezellm) runs
 # `fsq plan --calib` on the shared calibration file (LLM-PQ's variance indicator, widths 3
@@ -151,6 +152,9 @@ for c in $configs; do
     # gptq: the codes chosen by GPTQ on calibration inputs run inside quantize (the Fisher
     # diagonals still come from the shared file).
     if [[ ${extra:-} == gptq ]]; then shape+=(--gptq); else calib=(); fi
+  fi
+  if [[ ${extra:-} == gptq && ($method == rtn || $method == awq) ]]; then
+    shape+=(--gptq); calib=(--calib-data "$work/calib" --samples "$samples" --seq-len "$calib_seq")
   fi
   start=$(date +%s.%N)
   bits_flag=(--bits "$bits"); [[ ${shape[0]} == --act-quant || $bits == plan ]] && bits_flag=()

@@ -21,6 +21,8 @@
 #include "formats/quant/quant_types.h"
 #include "formats/tokenizer.h"
 #include "quantize/fake_quant.h"
+#include "quantize/gptq.h"
+#include "quantize/gptq_group.h"
 #include "quantize/head_quant.h"
 #include "quantize/intonly_ranges.h"
 #include "quantize/layer_inputs.h"
@@ -189,6 +191,7 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
                     {"symmetric", cfg.quant.symmetric},
                     {"layer_inputs", cfg.quantized_inputs ? "quantized" : "fp"},
                     {"search_tokens", cfg.search_tokens}});
+    if (cfg.pass_options.gptq) options["weights"] = "gptq";
   }
   if (!cfg.layer_bits.empty()) options["bits_per_layer"] = cfg.layer_bits;
   options["head_bits"] = cfg.head_bits;
@@ -286,16 +289,15 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     throw Error("--alpha", "auto searches on calibration activations, which a --calib file does not hold; give "
                            "--calib-data TEXT instead, or a fixed --alpha");
   const bool lut = pass_info.lookup_table;
-  if (cfg.pass_options.gptq && !int8_activations && !lut)
-    throw Error("--gptq", "--method " + cfg.method +
-                              " does not take it: GPTQ weights are for smoothquant, w8a8, intonly and squeezellm");
-  if (cfg.pass_options.gptq && (stats_from_file || (lut && !cfg.calib_data)))
-    throw Error("--gptq", std::string("needs calibration inputs") +
-                              (lut ? "" : ", which a --calib file does not hold") + ": give --calib-data TEXT" +
-                              (lut ? " (the Fisher diagonals may still come from --calib)" : " instead"));
-  // SqueezeLLM with GPTQ runs calibration windows for its Hessians besides the Fisher pass.
+  if (cfg.pass_options.gptq && (stats_from_file || !cfg.calib_data))
+    throw Error("--gptq", std::string("needs calibration inputs") + (stats_from_file ? ", which a --calib file does not hold" : "") +
+                              ": give --calib-data TEXT" +
+                              (lut ? " (the Fisher diagonals may still come from --calib)" : stats_from_file ? " instead" : ""));
+  // GPTQ for rtn, awq and squeezellm: the pipeline runs it on the layer as the pass left it,
+  // so those methods run calibration windows (squeezellm besides its Fisher pass).
+  const bool pipeline_gptq = cfg.pass_options.gptq && !int8_activations;
   const bool lut_gptq = lut && cfg.pass_options.gptq;
-  const bool calibrate_here = (pass_info.needs_calibration || lut_gptq) && !stats_from_file;
+  const bool calibrate_here = (pass_info.needs_calibration || pipeline_gptq) && !stats_from_file;
   if (calibrate_here && !cfg.calib_data)
     throw Error("--calib-data", "--method " + cfg.method + " needs calibration text (a .txt, folder or .jsonl)" +
                                     (int8_activations ? " or a calibration file (--calib, from fsq calibrate)" : ""));
@@ -469,6 +471,12 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
         if (activation_stats) ctx.activation_stats = &*activation_stats;
         PassResult result = pass->run(layer, run.acts, ctx);
+        if (pipeline_gptq) {
+          // The inputs of the layer as the pass left it: AWQ's folds rescale them.
+          const LayerRun folded = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
+          for (const LinearGroup& group : arch.groups)
+            quantize_group_gptq(layer, ctx, group, gptq_hessian(folded.acts.groups.at(group.name)), result);
+        }
         stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
         for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
       }

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "formats/architectures.h"
 #include "quantize/gptq.h"
+#include "quantize/gptq_group.h"
 #include "quantize/group_fold.h"
 #include "quantize/layer_values.h"
 #include "quantize/smoothquant.h"
@@ -104,29 +105,6 @@ PassResult smooth_from_file(DecoderLayer& layer, const PassContext& ctx, std::op
     result.report[group.name] = entry;
   }
   return result;
-}
-
-// GPTQ on the linears of one group, as they stand after every fold of the layer: their rows
-// stacked into one matrix (they share the inputs, so one Hessian and one GPTQ run), the
-// codes split back per role. The report gets the reconstruction loss GPTQ leaves as a
-// share of round-to-nearest's.
-void quantize_group_gptq(const DecoderLayer& layer, const PassContext& ctx, const LinearGroup& group,
-                         const at::Tensor& hessian, PassResult& result) {
-  std::vector<at::Tensor> weights;
-  for (const auto& role : group.roles) weights.push_back(dense_linear(layer, role, kWho).weight().to(at::kFloat));
-  const at::Tensor stacked = at::cat(weights, 0);
-  const UniformQuant q = ctx.quant_for(stacked.size(1));
-  const GroupQuantized g = gptq_quantize(stacked, hessian, q);
-  const double nearest = gptq_loss(stacked, fake_quantize(stacked, q), hessian);
-  const double gptq = gptq_loss(stacked, dequantize_groups(g, q), hessian);
-  result.report[group.name]["gptq_loss_vs_nearest"] = nearest > 0 ? gptq / nearest : 1.0;
-  int64_t row = 0;
-  for (size_t r = 0; r < group.roles.size(); ++r) {
-    const int64_t rows = weights[r].size(0);
-    result.quantized[group.roles[r]] = {g.codes.slice(0, row, row + rows), g.scales.slice(0, row, row + rows),
-                                        g.zeros.slice(0, row, row + rows)};
-    row += rows;
-  }
 }
 
 }  // namespace

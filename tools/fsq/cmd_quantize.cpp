@@ -173,9 +173,10 @@ Command add_quantize_command(CLI::App& root) {
                   "search 0.30..0.90 per linear group by W8A8 output error")
       ->capture_default_str();
   app->add_flag("--gptq", f->gptq,
-                "smoothquant, w8a8, intonly: int8 weights by GPTQ (Frantar et al. 2023): each input column's rounding "
-                "error compensated in the columns after it, from the calibration inputs' X^T X (needs --calib-data); "
-                "squeezellm: the k-means centroids kept, the codes chosen by GPTQ the same way");
+                "weights by GPTQ (Frantar et al. 2023) instead of rounding to nearest: each input column's rounding "
+                "error compensated in the columns after it, from the calibration inputs' X^T X (needs --calib-data). "
+                "rtn, awq: after the pass (AWQ's scales folded first); smoothquant, w8a8, intonly: the int8 weights, "
+                "on the smoothed inputs; squeezellm: the k-means centroids kept, the codes chosen by GPTQ");
   app->add_option("--act-quant", f->act_quant,
                   "smoothquant: int8 activations per-token (dynamic scale per row) or per-tensor (static scale "
                   "from calibration); intonly: per-tensor only")
@@ -206,6 +207,7 @@ Command add_quantize_command(CLI::App& root) {
   app->footer(examples({
       "fsq quantize --model models/stories260K --method rtn --bits 4 --group-size 32 --out q/rtn-w4g32",
       "fsq quantize --model DIR --method awq --bits 4 --group-size 128 --calib-data calib.jsonl --samples 128 --seq-len 512 --out q/awq-w4",
+      "fsq quantize --model DIR --method awq --bits 4 --group-size 128 --gptq --calib-data calib.jsonl --out q/awq-gptq-w4",
       "fsq quantize --model DIR --method awq --calib-data calib.txt --out q/awq --dry-run",
       "fsq calibrate --model DIR --data calib.txt --fisher --out calib.safetensors && "
       "fsq quantize --model DIR --method squeezellm --bits 3 --calib calib.safetensors --out q/sq-w3",

@@ -67,7 +67,6 @@ TEST_F(CliQuantizeSmoothQuant, OptionErrorsNameTheOption) {
       {{"--method", "smoothquant", "--alpha", "1.5"}, "--alpha: must be a number from 0 to 1, or auto"},
       {{"--method", "smoothquant", "--alpha", "half"}, "--alpha: must be a number from 0 to 1, or auto"},
       {{"--method", "smoothquant", "--act-quant", "per-channel"}, "--act-quant"},
-      {{"--method", "rtn", "--gptq"}, "--gptq: --method rtn does not take it"},
   };
   for (const Bad& b : bad) {
     RunResult r = quantize(out, b.options);
