@@ -8,7 +8,8 @@
 // After the Google Benchmark output it prints one table: the kernel's GB/s, its % of the
 // read kernel's GB/s with the same threads, and what the CSR part costs (time with it over
 // time without, minus 1). FSQ_CPU_ISA=scalar|avx2|avx512 picks the kernel variant (the read
-// kernel always uses the widest). With --benchmark_repetitions the table uses medians.
+// kernel always uses the widest); FSQ_LUT_VBMI=0 keeps the AVX-512 kernel off VBMI's 3-bit
+// unpacking (to compare). With --benchmark_repetitions the table uses medians.
 //   build/tests/bench/bench_lut_kernels --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -186,9 +187,10 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
 }
 
 void print_table(const bench::Collector& c, const Fixtures& f, const std::vector<int>& thread_counts) {
-  std::printf("\ncpu::lut_gemv m=1, ISA %s, weights cycled over %ld MiB; read: the read-only kernel (%s loads) over "
+  std::printf("\ncpu::lut_gemv m=1, ISA %s%s, weights cycled over %ld MiB; read: the read-only kernel (%s loads) over "
               "%ld MiB, same threads\n",
-              cpu::cpu_isa_name(cpu::selected_cpu_isa()), static_cast<long>(f.mem() >> 20),
+              cpu::cpu_isa_name(cpu::selected_cpu_isa()), cpu::lut_vbmi_in_use() ? " (VBMI for 3-bit)" : "",
+              static_cast<long>(f.mem() >> 20),
               cpu::cpu_isa_name(cpu::best_cpu_isa()), static_cast<long>(f.mem() >> 20));
   std::printf("%-26s %-9s %3s | %8s %8s %7s %7s %6s | %9s\n", "shape (K x N)", "type", "thr", "nnz", "MB", "us",
               "GB/s", "%read", "CSR cost");
@@ -219,6 +221,8 @@ void print_table(const bench::Collector& c, const Fixtures& f, const std::vector
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  if (const char* vbmi = std::getenv("FSQ_LUT_VBMI"); vbmi != nullptr && std::string(vbmi) == "0")
+    fsq::cpu::set_lut_vbmi_allowed(false);
   std::vector<int> thread_counts = {1};
   const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (all > 1) thread_counts.push_back(all);

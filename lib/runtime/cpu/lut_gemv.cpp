@@ -20,9 +20,11 @@ constexpr int64_t kParallelMinWork = int64_t{1} << 16;
 // code is an eighth or a sixteenth of a vector instruction. Used only to balance threads.
 constexpr int64_t kNonzeroCost = 16;
 
+bool vbmi_allowed = true;
+
 LutGemvRowsFn gemv_rows_for(CpuIsa isa) {
   switch (isa) {
-    case CpuIsa::Avx512: return lut_gemv_rows_avx512;
+    case CpuIsa::Avx512: return lut_vbmi_in_use() ? lut_gemv_rows_avx512vbmi : lut_gemv_rows_avx512;
     case CpuIsa::Avx2: return lut_gemv_rows_avx2;
     case CpuIsa::Scalar: break;
   }
@@ -94,6 +96,17 @@ void for_each_part(const LutWeightsView& w, int64_t work, const Fn& fn) {
 }
 
 }  // namespace
+
+bool set_lut_vbmi_allowed(bool allowed) {
+  const bool previous = vbmi_allowed;
+  vbmi_allowed = allowed;
+  return previous;
+}
+
+bool lut_vbmi_in_use() {
+  static const bool supported = cpu_supports(CpuIsa::Avx512) && __builtin_cpu_supports("avx512vbmi");
+  return vbmi_allowed && supported;
+}
 
 KernelStatus lut_gemv(const LutWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                       int64_t y_stride, CpuIsa isa) {

@@ -44,6 +44,7 @@ using LutGemvRowsFn = void (*)(const LutGemvBatch& batch, int64_t row0, int64_t 
 void lut_gemv_rows_scalar(const LutGemvBatch& batch, int64_t row0, int64_t row1);
 void lut_gemv_rows_avx2(const LutGemvBatch& batch, int64_t row0, int64_t row1);
 void lut_gemv_rows_avx512(const LutGemvBatch& batch, int64_t row0, int64_t row1);
+void lut_gemv_rows_avx512vbmi(const LutGemvBatch& batch, int64_t row0, int64_t row1);  // AVX-512 + VBMI
 
 // Writes rows [row0, row0 + nrows) of w' to out [nrows, cols].
 using LutDequantizeRowsFn = void (*)(const LutWeightsView& w, int64_t row0, int64_t nrows, float* out);

@@ -62,6 +62,13 @@ KernelStatus lut_matmul_reference(const LutWeightsView& w, const float* x, int64
 KernelStatus lut_gemv(const LutWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                       int64_t y_stride, CpuIsa isa);
 
+// Whether lut_gemv with CpuIsa::Avx512 unpacks 3-bit codes with VBMI's vpmultishiftqb when
+// the CPU has it (the default; bit-identical results, fewer instructions). false forces the
+// plain AVX-512 unpacking, for tests and benchmarks that compare the two. Returns the
+// previous setting; set it only while no kernel runs.
+bool set_lut_vbmi_allowed(bool allowed);
+bool lut_vbmi_in_use();  // allowed, and the CPU has AVX-512 VBMI
+
 // The prefill path: rows [row0, row0 + nrows) of w' into out [nrows, cols] (row-major,
 // contiguous), bit-exact with dequantize_lut (sparse corrections included).
 KernelStatus lut_dequantize_rows(const LutWeightsView& w, int64_t row0, int64_t nrows, float* out, CpuIsa isa);

@@ -270,6 +270,26 @@ TEST_P(LutKernelsIsa, GemvIsBitIdenticalOnAnyThreadCount) {
   omp_set_num_threads(saved);
 }
 
+// On a CPU with VBMI the AVX-512 GEMV above ran its VBMI variant (3-bit unpacking by
+// vpmultishiftqb); the plain AVX-512 one must give the very same bits.
+TEST(LutKernels, Avx512VbmiIsBitIdenticalToPlainAvx512) {
+  if (!cpu::lut_vbmi_in_use()) GTEST_SKIP() << "this CPU has no AVX-512 VBMI";
+  for_each_case([](const LutWeights& w) {
+    const int64_t cols = w.m.cols, rows = w.m.rows;
+    for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{8}}) {
+      SCOPED_TRACE(w.label() + " m=" + std::to_string(m));
+      const std::vector<float> x = test::activations(m, cols, cols, 17);
+      std::vector<float> vbmi(static_cast<size_t>(m * rows)), plain(vbmi.size());
+      ASSERT_EQ(cpu::lut_gemv(w.view(), x.data(), m, cols, vbmi.data(), rows, CpuIsa::Avx512), KernelStatus::Ok);
+      cpu::set_lut_vbmi_allowed(false);
+      const KernelStatus status = cpu::lut_gemv(w.view(), x.data(), m, cols, plain.data(), rows, CpuIsa::Avx512);
+      cpu::set_lut_vbmi_allowed(true);
+      ASSERT_EQ(status, KernelStatus::Ok);
+      EXPECT_EQ(0, std::memcmp(vbmi.data(), plain.data(), vbmi.size() * sizeof(float)));
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Isa, LutKernelsIsa, ::testing::Values(CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512),
                          [](const ::testing::TestParamInfo<CpuIsa>& p) { return cpu::cpu_isa_name(p.param); });
 
