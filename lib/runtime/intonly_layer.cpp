@@ -30,12 +30,13 @@ const Int8Linear& int8_of(const DecoderLayer& layer, const std::string& role, in
   return *l;
 }
 
-// out_scale: the scale the accumulators are requantized to.
-IntonlyLinear make_linear(const Int8Linear& l, double out_scale) {
+// out_scale: the scale the accumulators are requantized to; in_scale: the scale of the int8
+// input (the static one, or a token-scaled input's fine scale).
+IntonlyLinear make_linear(const Int8Linear& l, double out_scale, double in_scale) {
   IntonlyLinear r;
   r.w = l.prepared();
   r.isa = l.cpu_isa();
-  r.in_scale = l.static_scale();
+  r.in_scale = in_scale;
   r.rows = l.out_features();
   r.cols = l.in_features();
   r.w_scales.assign(l.weight_scales().begin(), l.weight_scales().end());
@@ -71,17 +72,44 @@ void requantize_rows(const IntonlyLinear& l, const std::vector<int32_t>& acc, in
   });
 }
 
-// h[i, j] = saturate_int32(h[i, j] + requantized update).
-void add_residual(const IntonlyLinear& l, const std::vector<int32_t>& acc, int64_t m, int32_t* h) {
+// h[i, j] = saturate_int32(h[i, j] + requantized update). shifts (token-scaled inputs, else
+// empty): row i's input codes had scale in_scale 2^shifts[i], so its accumulators are
+// shifted back first (|acc| < 2^31, shift <= 25: exact in int64).
+void add_residual(const IntonlyLinear& l, const std::vector<int32_t>& acc, int64_t m, const std::vector<int>& shifts,
+                  int32_t* h) {
   at::parallel_for(0, m, kRowGrain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i)
       for (int64_t j = 0; j < l.rows; ++j) {
         int64_t a = acc[static_cast<size_t>(i * l.rows + j)];
+        if (!shifts.empty()) a *= int64_t{1} << shifts[static_cast<size_t>(i)];
         if (!l.bias_acc.empty()) a += l.bias_acc[static_cast<size_t>(j)];
         const int64_t v = cpu::requantize_wide(a, l.to_out[static_cast<size_t>(j)]);
         h[i * l.rows + j] = cpu::saturate_int32(int64_t{h[i * l.rows + j]} + v);
       }
   });
+}
+
+// Rows of x [m, cols] (int32 at a fine scale) to int8 at each row's power-of-two scale.
+std::vector<int8_t> quantize_tokens(const std::vector<int32_t>& x, int64_t m, int64_t cols, std::vector<int>& shifts,
+                                    int64_t index) {
+  std::vector<int8_t> out(x.size());
+  shifts.assign(static_cast<size_t>(m), 0);
+  at::parallel_for(0, m, kRowGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      shifts[static_cast<size_t>(i)] = cpu::quantize_token_pow2(x.data() + i * cols, cols, out.data() + i * cols);
+  });
+  for (int k : shifts)
+    if (k < 0) throw Error(where(index), "token quantization got an empty row");
+  return out;
+}
+
+// The scale a token-scaled input is first requantized to: static / 2^bits with the most bits
+// up to kTokenFineBits that keep multiplier_at_static * 2^bits <= 2^30 (dyadic_from_real's
+// limit).
+double fine_scale(double static_scale, double multiplier_at_static) {
+  int bits = kTokenFineBits;
+  while (bits > 0 && std::ldexp(multiplier_at_static, bits) > std::ldexp(1.0, 30)) --bits;
+  return std::ldexp(static_scale, -bits);
 }
 
 std::vector<int16_t> gain_codes(const at::Tensor& g, double* scale) {
@@ -93,9 +121,10 @@ std::vector<int16_t> gain_codes(const at::Tensor& g, double* scale) {
 
 }  // namespace
 
-IntonlyLayer::IntonlyLayer(const DecoderLayer& layer, const ModelConfig& cfg, const float* ranges, int64_t index)
+IntonlyLayer::IntonlyLayer(const DecoderLayer& layer, const ModelConfig& cfg, const float* ranges, int64_t index,
+                           IntonlyInputs inputs)
     : index_(index), hidden_(cfg.hidden_size), heads_(cfg.num_heads), kv_heads_(cfg.num_kv_heads),
-      head_dim_(cfg.head_dim), inter_(cfg.intermediate_size) {
+      head_dim_(cfg.head_dim), inter_(cfg.intermediate_size), inputs_(inputs) {
   const Int8Linear &q = int8_of(layer, "q_proj", index), &k = int8_of(layer, "k_proj", index),
                    &v = int8_of(layer, "v_proj", index), &o = int8_of(layer, "o_proj", index),
                    &gate = int8_of(layer, "gate_proj", index), &up = int8_of(layer, "up_proj", index),
@@ -122,18 +151,61 @@ IntonlyLayer::IntonlyLayer(const DecoderLayer& layer, const ModelConfig& cfg, co
   in_to_int8_ = cpu::dyadic_from_real(sg_in * norm_out / q.static_scale());
   post_to_int8_ = cpu::dyadic_from_real(sg_post * norm_out / gate.static_scale());
 
-  q_ = make_linear(q, std::ldexp(s_q, -kRopeExtraBits));
-  k_ = make_linear(k, std::ldexp(s_k, -kRopeExtraBits));
-  v_ = make_linear(v, s_v);
-  o_ = make_linear(o, s_res_);
-  gate_ = make_linear(gate, s_gate);
-  up_ = make_linear(up, s_up);
-  down_ = make_linear(down, s_res_);
+  silu_ = cpu::isilu_constants(s_gate, kSigmoidFracBits);
+  const double attn_scale = std::ldexp(s_v, -kProbFracBits), act_scale = silu_.out_scale * s_up;
+  const bool token = inputs_ == IntonlyInputs::Token;
+  const double o_in = token ? fine_scale(o.static_scale(), attn_scale / o.static_scale()) : o.static_scale();
+  const double down_in = token ? fine_scale(down.static_scale(), act_scale / down.static_scale()) : down.static_scale();
+
+  q_ = make_linear(q, std::ldexp(s_q, -kRopeExtraBits), q.static_scale());
+  k_ = make_linear(k, std::ldexp(s_k, -kRopeExtraBits), k.static_scale());
+  v_ = make_linear(v, s_v, v.static_scale());
+  o_ = make_linear(o, s_res_, o_in);
+  gate_ = make_linear(gate, s_gate, gate.static_scale());
+  up_ = make_linear(up, s_up, up.static_scale());
+  down_ = make_linear(down, s_res_, down_in);
 
   score_exp_ = cpu::iexp_constants(s_q * s_k / std::sqrt(static_cast<double>(head_dim_)));
-  attn_to_int8_ = cpu::dyadic_from_real(std::ldexp(s_v, -kProbFracBits) / o.static_scale());
-  silu_ = cpu::isilu_constants(s_gate, kSigmoidFracBits);
-  act_to_int8_ = cpu::dyadic_from_real(silu_.out_scale * s_up / down.static_scale());
+  attn_to_input_ = cpu::dyadic_from_real(attn_scale / o_in);
+  act_to_input_ = cpu::dyadic_from_real(act_scale / down_in);
+}
+
+std::vector<int8_t> IntonlyLayer::attention_output(const int16_t* q, const int16_t* k, const int8_t* v, int64_t batch,
+                                                   int64_t tokens, std::vector<int>& shifts) const {
+  const int64_t m = batch * tokens, cols = heads_ * head_dim_;
+  const cpu::IAttentionShape shape{batch, tokens, heads_, kv_heads_, head_dim_};
+  shifts.clear();
+  if (inputs_ == IntonlyInputs::Static) {
+    std::vector<int8_t> out(static_cast<size_t>(m * cols));
+    check_kernel_status(cpu::iattention(q, k, v, shape, score_exp_, kProbFracBits, attn_to_input_, out.data()),
+                        where(index_));
+    return out;
+  }
+  std::vector<int32_t> fine(static_cast<size_t>(m * cols));
+  check_kernel_status(cpu::iattention(q, k, v, shape, score_exp_, kProbFracBits, attn_to_input_, fine.data()),
+                      where(index_));
+  return quantize_tokens(fine, m, cols, shifts, index_);
+}
+
+std::vector<int8_t> IntonlyLayer::mlp_product(const std::vector<int32_t>& g, const std::vector<int32_t>& u, int64_t m,
+                                              std::vector<int>& shifts) const {
+  // |isilu| <= 2^15 2^16 and |u| <= 2^15: the product fits int64.
+  auto product = [&](size_t i) { return cpu::isilu(g[i], silu_) * u[i]; };
+  shifts.clear();
+  if (inputs_ == IntonlyInputs::Static) {
+    std::vector<int8_t> act(g.size());
+    at::parallel_for(0, static_cast<int64_t>(g.size()), kRowGrain * inter_, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        act[static_cast<size_t>(i)] = cpu::saturate_int8(cpu::requantize_wide(product(static_cast<size_t>(i)), act_to_input_));
+    });
+    return act;
+  }
+  std::vector<int32_t> fine(g.size());
+  at::parallel_for(0, static_cast<int64_t>(g.size()), kRowGrain * inter_, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      fine[static_cast<size_t>(i)] = cpu::requantize(product(static_cast<size_t>(i)), act_to_input_);
+  });
+  return quantize_tokens(fine, m, inter_, shifts, index_);
 }
 
 void IntonlyLayer::norm(const int32_t* h, int64_t m, const std::vector<int16_t>& gain, cpu::Dyadic to_int8,
@@ -168,26 +240,17 @@ void IntonlyLayer::forward(int32_t* h, int64_t batch, int64_t tokens, const Fixe
   const std::vector<int16_t> q16 = rotate(q_, heads_), k16 = rotate(k_, kv_heads_);
   std::vector<int8_t> v8(static_cast<size_t>(m * v_.rows));
   requantize_rows(v_, gemm(v_, x.data(), m, index_), m, kInt8Max, v8.data());
-  std::vector<int8_t> attn(static_cast<size_t>(m * heads_ * D));
-  check_kernel_status(cpu::iattention(q16.data(), k16.data(), v8.data(), {batch, tokens, heads_, kv_heads_, D},
-                                      score_exp_, kProbFracBits, attn_to_int8_, attn.data()),
-                      where(index_));
-  add_residual(o_, gemm(o_, attn.data(), m, index_), m, h);
+  std::vector<int> shifts;
+  const std::vector<int8_t> attn = attention_output(q16.data(), k16.data(), v8.data(), batch, tokens, shifts);
+  add_residual(o_, gemm(o_, attn.data(), m, index_), m, shifts, h);
 
   // MLP block.
   norm(h, m, g_post_, post_to_int8_, x.data());
   std::vector<int32_t> g(static_cast<size_t>(m * inter_)), u(g.size());
   requantize_rows(gate_, gemm(gate_, x.data(), m, index_), m, kMlpCodeMax, g.data());
   requantize_rows(up_, gemm(up_, x.data(), m, index_), m, kMlpCodeMax, u.data());
-  std::vector<int8_t> act(g.size());
-  at::parallel_for(0, static_cast<int64_t>(g.size()), kRowGrain * inter_, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t s = cpu::isilu(g[static_cast<size_t>(i)], silu_);  // |s| <= 2^15 2^16
-      act[static_cast<size_t>(i)] =
-          cpu::saturate_int8(cpu::requantize_wide(s * u[static_cast<size_t>(i)], act_to_int8_));
-    }
-  });
-  add_residual(down_, gemm(down_, act.data(), m, index_), m, h);
+  const std::vector<int8_t> act = mlp_product(g, u, m, shifts);
+  add_residual(down_, gemm(down_, act.data(), m, index_), m, shifts, h);
 }
 
 }  // namespace fsq

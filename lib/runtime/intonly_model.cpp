@@ -16,7 +16,8 @@
 namespace fsq {
 
 IntonlyStack::IntonlyStack(const std::vector<DecoderLayer>& layers, const ModelConfig& cfg, const ArchSpec& arch,
-                           const PackedCheckpoint& packed) {
+                           const PackedCheckpoint& packed, IntonlyInputs inputs)
+    : inputs_(inputs) {
   layers_.reserve(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string name = layer_name(arch.layer_prefix + kIntonlyRangesSuffix, static_cast<int64_t>(i));
@@ -26,7 +27,7 @@ IntonlyStack::IntonlyStack(const std::vector<DecoderLayer>& layers, const ModelC
                                              " (every decoder layer needs its ranges)");
     std::vector<float> r(kIntonlyRangeCount);
     std::memcpy(r.data(), ranges->data, r.size() * sizeof(float));
-    layers_.emplace_back(layers[i], cfg, r.data(), static_cast<int64_t>(i));
+    layers_.emplace_back(layers[i], cfg, r.data(), static_cast<int64_t>(i), inputs);
   }
   for (size_t i = 0; i + 1 < layers_.size(); ++i)
     between_.push_back(cpu::dyadic_from_real(layers_[i].residual_scale() / layers_[i + 1].residual_scale()));
@@ -72,12 +73,13 @@ at::Tensor IntonlyStack::forward(const at::Tensor& embedded, const RopeTables& r
   return (codes.to(at::kDouble) * layers_.back().residual_scale()).to(embedded.scalar_type());
 }
 
-const std::vector<std::string>& IntonlyStack::integer_ops() {
-  static const std::vector<std::string> ops = {
-      "rmsnorm (i-RMSNorm, int16 gains)", "q/k/v/o/gate/up/down int8 matmul (int32 accumulators, dyadic requantization)",
-      "rope (Q14 tables)", "attention scores (12-bit q.k, int32)", "softmax (i-softmax, Q15)", "attention x v (Q15 x int8)",
-      "silu (i-SiLU) and the product with up", "residual adds (int32)"};
-  return ops;
+std::vector<std::string> IntonlyStack::integer_ops() const {
+  return {"rmsnorm (i-RMSNorm, int16 gains)", "q/k/v/o/gate/up/down int8 matmul (int32 accumulators, dyadic requantization)",
+          inputs_ == IntonlyInputs::Token
+              ? "o_proj/down_proj inputs: int8 at a power-of-two scale per token (integer max and shift)"
+              : "o_proj/down_proj inputs: int8 at static per-tensor scales",
+          "rope (Q14 tables)", "attention scores (12-bit q.k, int32)", "softmax (i-softmax, Q15)",
+          "attention x v (Q15 x int8)", "silu (i-SiLU) and the product with up", "residual adds (int32)"};
 }
 
 const std::vector<std::string>& IntonlyStack::float_ops() {

@@ -27,20 +27,21 @@ class IntonlyStack {
   // must outlive the stack). Throws fsq::Error naming the layer when its ranges tensor is
   // missing or a linear is not w8a8static.
   IntonlyStack(const std::vector<DecoderLayer>& layers, const ModelConfig& cfg, const ArchSpec& arch,
-               const PackedCheckpoint& packed);
+               const PackedCheckpoint& packed, IntonlyInputs inputs = IntonlyInputs::Token);
 
   // embedded: [B, T, hidden] floating (positions 0 .. T-1); rope: float tables covering T.
   // Returns the last layer's output as float [B, T, hidden] in embedded's dtype.
   at::Tensor forward(const at::Tensor& embedded, const RopeTables& rope) const;
 
   // What runs in integers and what in floating point, for the eval report.
-  static const std::vector<std::string>& integer_ops();
+  std::vector<std::string> integer_ops() const;
   static const std::vector<std::string>& float_ops();
   size_t layers() const { return layers_.size(); }
 
  private:
   std::vector<IntonlyLayer> layers_;
   std::vector<cpu::Dyadic> between_;  // [layers - 1]: S_r(i) / S_r(i + 1)
+  IntonlyInputs inputs_ = IntonlyInputs::Token;
 };
 
 // round(table * 2^kRopeFracBits) of the float rotary tables' first `positions` rows.

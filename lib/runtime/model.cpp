@@ -178,7 +178,9 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
     if (!opts.device.is_cpu())
       throw Error(packed->dir().string(), "the integer-only path runs on the CPU; this run asks for " +
                                               opts.device.str());
-    m->intonly_ = std::make_shared<const IntonlyStack>(m->layers_, c, a, *packed);
+    m->intonly_ = std::make_shared<const IntonlyStack>(m->layers_, c, a, *packed,
+                                                       opts.intonly_token_inputs ? IntonlyInputs::Token
+                                                                                 : IntonlyInputs::Static);
   }
   if (with_layers) {
     const FastDecodeModel parts{&m->cfg_, &m->embed_, m->packed_embed_.get(), &m->final_norm_, m->lm_head_.get(),

@@ -39,6 +39,10 @@ struct RuntimeOptions {
   // integers (runtime/intonly_model.h); false runs the same w8a8static linears on the float
   // path (float norms, RoPE, attention, SiLU), e.g. to compare the two.
   bool integer_only = true;
+  // On that path, o_proj's and down_proj's inputs get a power-of-two scale per token, chosen
+  // in integers (runtime/intonly_layer.h, IntonlyInputs::Token); false: I-BERT's static
+  // per-tensor scales.
+  bool intonly_token_inputs = true;
   // Cached single-token steps run through FastDecoder (runtime/fast_decode.h) when the
   // model allows; false keeps every step on the ATen layers (the reference).
   bool fast_decode = true;
@@ -142,8 +146,9 @@ class LlamaModel {
   // the head, which is listed under its own "lm_head: ..." key.
   std::map<std::string, int64_t> matmul_kinds() const;
   // True when forward() runs the integer-only decoder layers; the ops in integers and in
-  // floating point are then IntonlyStack::integer_ops() / float_ops().
+  // floating point are then intonly_stack().integer_ops() / IntonlyStack::float_ops().
   bool integer_only() const { return intonly_ != nullptr; }
+  const IntonlyStack& intonly_stack() const { return *intonly_; }  // only when integer_only()
   // "" when cached single-token steps take the fast decode path; otherwise why not.
   const std::string& fast_decode_unavailable() const { return fast_unavailable_; }
   // Linears (decoder layers and head) whose prompts and windows run on int8 activations

@@ -15,6 +15,7 @@ namespace {
 
 struct EvalFlags {
   std::string model, data, compare, reference_cache, json, protocol = "gptq", progress = "auto";
+  std::string intonly_inputs = "token";
   int64_t seq_len = 0, max_windows = 0, batch_size = 0;
   bool no_speed = false, speed_only = false, force = false, allow_nonfinite = false;
   RuntimeFlags rt;
@@ -38,6 +39,7 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   cfg.batch_size = f.batch_size;
   cfg.runtime = runtime_options(f.rt);
   cfg.runtime.allow_nonfinite_weights = f.allow_nonfinite;
+  cfg.runtime.intonly_token_inputs = f.intonly_inputs == "token";
   cfg.perplexity = !f.speed_only;
   cfg.speed = !f.no_speed;
   cfg.allow_nonfinite = f.allow_nonfinite;
@@ -95,6 +97,11 @@ Command add_eval_command(CLI::App& root) {
   add_progress_flag(app, f->progress);
   add_runtime_flags(app, f->rt);
   add_decode_flags(app, f->rt);
+  app->add_option("--intonly-inputs", f->intonly_inputs,
+                  "integer-only checkpoints: o_proj/down_proj inputs in int8 at a power-of-two scale per token, "
+                  "chosen in integers (token), or at I-BERT's static per-tensor scales (static)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"token", "static"}));
   app->footer(examples({
       "fsq eval --model models/stories260K --data tinystories_val.txt --protocol bos-window --seq-len 256",
       "fsq eval --model quant/ --compare models/base --data wiki.test.raw --json report.json",

@@ -32,8 +32,11 @@ KernelStatus irope(const int32_t* x, int64_t tokens, int64_t heads, int64_t head
   return KernelStatus::Ok;
 }
 
-KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& sh,
-                        const IExpConstants& exp, int prob_frac_bits, Dyadic to_out, int8_t* out) {
+namespace {
+
+template <typename Out, typename Sat>
+KernelStatus iattention_rows(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& sh,
+                             const IExpConstants& exp, int prob_frac_bits, Dyadic to_out, Out* out, Sat saturate) {
   if (!q || !k || !v || !out || sh.batch < 0 || sh.tokens < 0 || sh.heads <= 0 || sh.kv_heads <= 0 ||
       sh.heads % sh.kv_heads != 0 || sh.head_dim <= 0 || sh.head_dim > kMaxQkHeadDim || sh.tokens >= (int64_t{1} << 20) || prob_frac_bits < 1 ||
       prob_frac_bits > 16)
@@ -67,11 +70,23 @@ KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, con
         const int8_t* vr = v + ((b * T + j) * KV + g) * D;
         for (int64_t d = 0; d < D; ++d) acc[static_cast<size_t>(d)] += p * vr[d];
       }
-      int8_t* o = out + ((b * T + t) * H + h) * D;
-      for (int64_t d = 0; d < D; ++d) o[d] = saturate_int8(requantize_wide(acc[static_cast<size_t>(d)], to_out));
+      Out* o = out + ((b * T + t) * H + h) * D;
+      for (int64_t d = 0; d < D; ++d) o[d] = saturate(requantize_wide(acc[static_cast<size_t>(d)], to_out));
     }
   }
   return status;
+}
+
+}  // namespace
+
+KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& sh,
+                        const IExpConstants& exp, int prob_frac_bits, Dyadic to_out, int8_t* out) {
+  return iattention_rows(q, k, v, sh, exp, prob_frac_bits, to_out, out, saturate_int8);
+}
+
+KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& sh,
+                        const IExpConstants& exp, int prob_frac_bits, Dyadic to_out, int32_t* out) {
+  return iattention_rows(q, k, v, sh, exp, prob_frac_bits, to_out, out, saturate_int32);
 }
 
 }  // namespace fsq::cpu

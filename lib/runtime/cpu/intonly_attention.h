@@ -47,5 +47,9 @@ struct IAttentionShape {
 // in int32). Parallel over (batch, head, row) with OpenMP.
 KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& shape,
                         const IExpConstants& exp, int prob_frac_bits, Dyadic to_out, int8_t* out);
+// The same with out_d = saturate_int32(requantize(...)): for a fine output scale that
+// quantize_token_pow2 then narrows per token.
+KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& shape,
+                        const IExpConstants& exp, int prob_frac_bits, Dyadic to_out, int32_t* out);
 
 }  // namespace fsq::cpu

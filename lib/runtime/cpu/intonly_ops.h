@@ -114,6 +114,19 @@ KernelStatus requantize_per_channel(const int32_t* acc, int64_t m, int64_t cols,
 KernelStatus requantize_per_channel(const int32_t* acc, int64_t m, int64_t cols, int64_t acc_stride, const Dyadic* d,
                                     int32_t* out, int64_t out_stride);
 
+// ---- per-token power-of-two int8 scales -----------------------------------------------------
+
+// A token's int8 codes at its own power-of-two scale, chosen in integers: x holds one
+// token's n >= 1 int32 codes at a fine scale S_f; k = the smallest shift >= 0 with
+// round_half_away(max|x| / 2^k) <= 127; out[i] = round_half_away(x[i] / 2^k), so the codes
+// have scale S_f 2^k and |out| <= 127. Returns k (0..25), or -1 on bad arguments (n < 1,
+// null pointers). A static per-tensor scale must cover the largest token of the calibration
+// set, which leaves the typical token a few codes wide when activations are heavy-tailed
+// across tokens (down_proj's inputs); this keeps every token at 64..127 codes of full scale,
+// at most 2x the step of an exact per-token absmax scale. The GEMM's int32 accumulator of
+// such a row then carries scale S_f 2^k S_w: shifting it left by k restores S_f S_w.
+int quantize_token_pow2(const int32_t* x, int64_t n, int8_t* out);
+
 // ---- i-exp --------------------------------------------------------------------------------
 
 // I-BERT's second-order polynomial for exp on (-ln2, 0]: a (p + b)^2 + c. The constants are a

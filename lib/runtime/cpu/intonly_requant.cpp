@@ -1,4 +1,5 @@
 // Dyadic requantization (intonly_ops.h).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -80,6 +81,16 @@ KernelStatus requantize_array(const int64_t* acc, int64_t n, Dyadic d, int16_t* 
 }
 KernelStatus requantize_array(const int64_t* acc, int64_t n, Dyadic d, int32_t* out) {
   return requantize_loop(acc, n, d, out, saturate_int32);
+}
+
+int quantize_token_pow2(const int32_t* x, int64_t n, int8_t* out) {
+  if (n < 1 || !x || !out) return -1;
+  int64_t top = 0;
+  for (int64_t i = 0; i < n; ++i) top = std::max<int64_t>(top, x[i] < 0 ? -int64_t{x[i]} : int64_t{x[i]});
+  int k = 0;
+  while (requantize_wide(top, Dyadic{1, k}) > 127) ++k;
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int8_t>(requantize_wide(x[i], Dyadic{1, k}));
+  return k;
 }
 
 KernelStatus requantize_per_channel(const int32_t* acc, int64_t m, int64_t cols, int64_t acc_stride, const Dyadic* d,

@@ -51,7 +51,7 @@ Loaded load_model(const std::filesystem::path& dir, const RuntimeOptions& ro) {
   if (const auto [int8, all] = model->int8_prefill_linears(); int8 > 0)
     info.prefill_path = "int8 activations in " + std::to_string(int8) + " of " + std::to_string(all) + " linears";
   if (model->integer_only()) {
-    info.integer_ops = IntonlyStack::integer_ops();
+    info.integer_ops = model->intonly_stack().integer_ops();
     info.float_ops = IntonlyStack::float_ops();
   }
   return Loaded{std::move(files), *ckpt, std::move(model), std::move(info)};

@@ -156,6 +156,16 @@ TEST(IntonlyAttentionCausal, LaterKeysAndValuesDoNotChangeEarlierRows) {
   EXPECT_FALSE(std::equal(a.begin() + kChanged * H * D, a.end(), b.begin() + kChanged * H * D));
   EXPECT_EQ(iattention(q.data(), k.data(), v.data(), {1, T, 3, 2, D}, exp, kProbBits, to_out, a.data()),
             KernelStatus::InvalidArgument);
+  // The int32 output (for per-token narrowing) is the int8 one before saturation: at a 64x
+  // finer output scale it holds 64x the codes, up to the two roundings (|64 x - 64 b| <= 32,
+  // |wide - 64 x| <= 1/2).
+  std::vector<int32_t> wide(q.size());
+  ASSERT_EQ(iattention(q.data(), k.data(), v.data(), {1, T, H, H, D}, exp, kProbBits,
+                       dyadic_from_real(std::ldexp(1.0, 6 - kProbBits)), wide.data()),
+            KernelStatus::Ok);
+  ASSERT_EQ(iattention(q.data(), k.data(), v.data(), {1, T, H, H, D}, exp, kProbBits, to_out, b.data()),
+            KernelStatus::Ok);
+  for (size_t i = 0; i < wide.size(); ++i) EXPECT_LE(std::abs(int64_t{wide[i]} - 64 * int64_t{b[i]}), 32) << i;
   EXPECT_EQ(iattention(q.data(), k.data(), v.data(), {1, 1, 1, 1, kMaxQkHeadDim + 1}, exp, kProbBits, to_out, a.data()),
             KernelStatus::InvalidArgument);
 }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -195,6 +196,50 @@ TEST(IntOnlyDyadic, ArraysSaturate) {
   EXPECT_EQ(requantize_array(acc.data(), -1, half, o8.data()), KernelStatus::InvalidArgument);
   EXPECT_EQ(requantize_array(static_cast<const int32_t*>(nullptr), 0, half, static_cast<int8_t*>(nullptr)),
             KernelStatus::Ok);
+}
+
+// The per-token power-of-two quantizer: the smallest shift that fits 127 (checked against
+// the real-valued rule, and that one shift less overflows), codes rounded half away from zero
+// within half a step, edge rows, and refusals.
+TEST(IntOnlyTokenPow2, SmallestShiftAndRoundedCodes) {
+  const auto shift_of = [](std::vector<int32_t> row) {
+    std::vector<int8_t> out(row.size());
+    return quantize_token_pow2(row.data(), static_cast<int64_t>(row.size()), out.data());
+  };
+  EXPECT_EQ(shift_of({0, 0, 0}), 0);
+  EXPECT_EQ(shift_of({127, -127}), 0);
+  EXPECT_EQ(shift_of({128}), 1);         // 64
+  EXPECT_EQ(shift_of({-254}), 1);        // -127
+  EXPECT_EQ(shift_of({255}), 2);         // 127.5 rounds to 128: one more
+  EXPECT_EQ(shift_of({INT32_MIN}), 25);  // 2^31 / 2^25 = 64
+  EXPECT_EQ(shift_of({INT32_MAX}), 25);
+  std::vector<int8_t> out(1);
+  EXPECT_EQ(quantize_token_pow2(nullptr, 1, out.data()), -1);
+  const int32_t one = 1;
+  EXPECT_EQ(quantize_token_pow2(&one, 0, out.data()), -1);
+  EXPECT_EQ(quantize_token_pow2(&one, 1, nullptr), -1);
+
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int64_t n = 1 + trial % 97;
+    const int magnitude = trial % 31;  // rows from a few codes to near the int32 limit
+    std::uniform_int_distribution<int64_t> value(-(int64_t{1} << magnitude), int64_t{1} << magnitude);
+    std::vector<int32_t> x(static_cast<size_t>(n));
+    for (auto& v : x) v = static_cast<int32_t>(std::clamp<int64_t>(value(rng), INT32_MIN, INT32_MAX));
+    std::vector<int8_t> q(x.size());
+    const int k = quantize_token_pow2(x.data(), n, q.data());
+    ASSERT_GE(k, 0);
+    int64_t top = 0;
+    for (int32_t v : x) top = std::max<int64_t>(top, std::abs(int64_t{v}));
+    // Smallest: round(top / 2^k) <= 127 < round(top / 2^(k-1)).
+    EXPECT_LE(std::round(std::ldexp(static_cast<double>(top), -k)), 127.0) << trial;
+    if (k > 0) EXPECT_GT(std::round(std::ldexp(static_cast<double>(top), -(k - 1))), 127.0) << trial;
+    for (int64_t i = 0; i < n; ++i) {
+      const double exact = std::ldexp(static_cast<double>(x[static_cast<size_t>(i)]), -k);
+      EXPECT_LE(std::abs(q[static_cast<size_t>(i)] - exact), 0.5) << trial;
+      EXPECT_LE(std::abs(int{q[static_cast<size_t>(i)]}), 127) << trial;
+    }
+  }
 }
 
 TEST(IntOnlyDyadic, PerChannelMatchesScalarRequantize) {
