@@ -472,10 +472,13 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         if (activation_stats) ctx.activation_stats = &*activation_stats;
         PassResult result = pass->run(layer, run.acts, ctx);
         if (pipeline_gptq) {
-          // The inputs of the layer as the pass left it: AWQ's folds rescale them.
-          const LayerRun folded = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
+          // The inputs of the layer as the pass left it: AWQ's folds rescale them; a pass that
+          // calibrates nothing (rtn) left the layer as it was.
+          LayerRun folded;
+          if (pass_info.needs_calibration) folded = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
+          const LayerActivations& inputs = pass_info.needs_calibration ? folded.acts : run.acts;
           for (const LinearGroup& group : arch.groups)
-            quantize_group_gptq(layer, ctx, group, gptq_hessian(folded.acts.groups.at(group.name)), result);
+            quantize_group_gptq(layer, ctx, group, gptq_hessian(inputs.groups.at(group.name)), result);
         }
         stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
         for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
