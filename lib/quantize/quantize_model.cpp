@@ -338,6 +338,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   summary.dry_run = cfg.dry_run;
   summary.shape = {cfg.method, calibrate_here, quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
   summary.shape.head_bits = cfg.head_bits;
+  summary.shape.searches = pass_info.needs_calibration;
   if (int8_activations) summary.shape.act_quant = cfg.pass_options.act_quant;
   std::optional<CalibrationFile> fisher;
   if (use_fisher && cfg.calib_file) fisher = open_fisher_calibration(*cfg.calib_file, ckpt);

@@ -1,5 +1,6 @@
 #include "quantize/quantize_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -9,6 +10,7 @@
 #include "formats/quant/lut_quant.h"
 #include "formats/quant/quant_types.h"
 #include "quantize/head_quant.h"
+#include "runtime/causal_attention.h"
 #include "runtime/rope_size.h"
 
 namespace fsq {
@@ -96,9 +98,15 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
     const int64_t tokens = s.samples * s.seq_len;
     // hidden in/out, and each group's input twice (as captured and scaled for the clip search)
     p.activations = tokens * (2 * h + 2 * (2 * h + hq + inter)) * kF32;
-    // The block output for the reference and a candidate, and one micro-batch of block forward
-    // (projections, MLP intermediates, attention scores).
-    p.search = 2 * tokens * h * kF32 + s.batch * s.seq_len * (4 * h + 3 * inter + 2 * c.num_heads * s.seq_len) * kF32;
+    // One micro-batch of block forward (projections, MLP intermediates, attention scores) and,
+    // for a search, the block output for the reference and a candidate. Without a search only
+    // layer forwards run, whose scores take blocks of at most kAttentionScoresBlockBytes
+    // (SmolLM2 RTN --gptq, 16 x 512: peak 1215 MiB, predicted 1321; stories260K squeezellm
+    // --gptq: 249-281 MiB, predicted 355).
+    const int64_t block_forward = s.batch * s.seq_len * (4 * h + 3 * inter) * kF32;
+    const int64_t scores = s.batch * s.seq_len * 2 * c.num_heads * s.seq_len * kF32;
+    p.search = s.searches ? 2 * tokens * h * kF32 + block_forward + scores
+                          : block_forward + std::min(scores, kAttentionScoresBlockBytes);
   }
   return p;
 }

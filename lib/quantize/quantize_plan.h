@@ -34,6 +34,10 @@ struct QuantizeShape {
   // Predicted peak of the Fisher pass when quantize runs it first (0: it does not).
   int64_t fisher_pass_bytes = 0;
   int head_bits = 16;  // --head-bits: 16 keeps the embedding and head as in the source
+  // A calibrated pass that searches on block outputs (awq, smoothquant): it holds a reference
+  // and a candidate output and runs whole-block forwards. false: the calibration windows only
+  // feed GPTQ's Hessians (rtn, squeezellm --gptq), one layer forward at a time.
+  bool searches = true;
 
   std::string quant_name() const;  // "w4g128a", "lut4" or "w8a8"
 };
