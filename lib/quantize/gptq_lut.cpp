@@ -47,19 +47,22 @@ LutGptqStats gptq_assign_lut(LutMatrix& m, const float* w, const at::Tensor& hes
   const at::Tensor order = at::from_blob(perm.data(), {cols}, at::kLong);
   const at::Tensor U = gptq_inverse_hessian_factor(h.index_select(0, order).index_select(1, order), damp).contiguous();
   const float* u = U.data_ptr<float>();
-  // Position -> index into the CSR arrays, -1 for a dense weight.
-  std::vector<int32_t> sparse_index(m.has_sparse() ? rows * cols : 0, -1);
-  for (int64_t r = 0; m.has_sparse() && r < rows; ++r)
-    for (int32_t i = m.row_ptr[r]; i < m.row_ptr[r + 1]; ++i) sparse_index[r * cols + m.col[i]] = i;
   std::vector<int64_t> overflow(rows, -1);  // per row: a sparse column whose difference overflows fp16
 
 #pragma omp parallel
   {
     std::vector<float> tile(kRowTile * cols), err(kRowTile), lutf(kRowTile * k);
     std::vector<double> mids(kRowTile * (k - 1));
+    // The tile's (row, column) -> index into the CSR arrays, -1 for a dense weight.
+    std::vector<int32_t> sparse_index(m.has_sparse() ? kRowTile * cols : 0, -1);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t r0 = 0; r0 < rows; r0 += kRowTile) {
       const int64_t nr = std::min(kRowTile, rows - r0);
+      if (m.has_sparse()) {
+        std::fill(sparse_index.begin(), sparse_index.end(), -1);
+        for (int64_t t = 0; t < nr; ++t)
+          for (int32_t i = m.row_ptr[r0 + t]; i < m.row_ptr[r0 + t + 1]; ++i) sparse_index[t * cols + m.col[i]] = i;
+      }
       for (int64_t t = 0; t < nr; ++t)
         for (int64_t j = 0; j < cols; ++j) tile[t * cols + j] = w[(r0 + t) * cols + perm[j]];
       for (int64_t t = 0; t < nr; ++t) {
@@ -78,10 +81,10 @@ LutGptqStats gptq_assign_lut(LutMatrix& m, const float* w, const at::Tensor& hes
           const int64_t c = perm[j];  // the column in w
           m.codes[r * cols + c] = static_cast<uint8_t>(q);
           float deq = lutf[t * k + q];
-          if (!sparse_index.empty() && sparse_index[r * cols + c] >= 0) {
+          if (!sparse_index.empty() && sparse_index[t * cols + c] >= 0) {
             const uint16_t v = f32_to_f16(x - lutf[t * k + q]);
             if (!std::isfinite(f16_to_f32(v)) && overflow[r] < 0) overflow[r] = c;
-            m.val[sparse_index[r * cols + c]] = v;
+            m.val[sparse_index[t * cols + c]] = v;
             deq += f16_to_f32(v);
           }
           err[t] = (x - deq) / pivot;
