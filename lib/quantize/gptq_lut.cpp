@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/half.h"
+#include "quantize/squeezellm/lut_quantizer.h"
 
 namespace fsq {
 namespace {
@@ -51,8 +52,8 @@ LutGptqStats gptq_assign_lut(LutMatrix& m, const float* w, const at::Tensor& hes
 
 #pragma omp parallel
   {
-    std::vector<float> tile(kRowTile * cols), err(kRowTile), lutf(kRowTile * k);
-    std::vector<double> mids(kRowTile * (k - 1));
+    std::vector<float> tile(kRowTile * cols), err(kRowTile);
+    std::vector<squeezellm::RowCentroids> centroids(kRowTile);
     // The tile's (row, column) -> index into the CSR arrays, -1 for a dense weight.
     std::vector<int32_t> sparse_index(m.has_sparse() ? kRowTile * cols : 0, -1);
 #pragma omp for schedule(dynamic, 1)
@@ -65,24 +66,19 @@ LutGptqStats gptq_assign_lut(LutMatrix& m, const float* w, const at::Tensor& hes
       }
       for (int64_t t = 0; t < nr; ++t)
         for (int64_t j = 0; j < cols; ++j) tile[t * cols + j] = w[(r0 + t) * cols + perm[j]];
-      for (int64_t t = 0; t < nr; ++t) {
-        for (int64_t q = 0; q < k; ++q) lutf[t * k + q] = f16_to_f32(m.lut[(r0 + t) * k + q]);
-        for (int64_t q = 0; q + 1 < k; ++q)
-          mids[t * (k - 1) + q] = 0.5 * (double(lutf[t * k + q]) + double(lutf[t * k + q + 1]));
-      }
+      for (int64_t t = 0; t < nr; ++t)
+        centroids[t] = squeezellm::RowCentroids(m.lut.data() + (r0 + t) * k, static_cast<int>(k));
       for (int64_t j = 0; j < cols; ++j) {
         const float pivot = u[j * cols + j];
         for (int64_t t = 0; t < nr; ++t) {
           const int64_t r = r0 + t;
           const float x = tile[t * cols + j];
-          const double* mid = mids.data() + t * (k - 1);
-          // The nearest centroid, a value on a midpoint taking the lower one (as quantize_lut).
-          const int64_t q = std::lower_bound(mid, mid + k - 1, double(x)) - mid;
-          const int64_t c = perm[j];  // the column in w
+          const int q = centroids[t].nearest(x);  // the rule quantize_lut codes by
+          const int64_t c = perm[j];               // the column in w
           m.codes[r * cols + c] = static_cast<uint8_t>(q);
-          float deq = lutf[t * k + q];
+          float deq = centroids[t].value(q);
           if (!sparse_index.empty() && sparse_index[t * cols + c] >= 0) {
-            const uint16_t v = f32_to_f16(x - lutf[t * k + q]);
+            const uint16_t v = f32_to_f16(x - centroids[t].value(q));
             if (!std::isfinite(f16_to_f32(v)) && overflow[r] < 0) overflow[r] = c;
             m.val[sparse_index[t * cols + c]] = v;
             deq += f16_to_f32(v);

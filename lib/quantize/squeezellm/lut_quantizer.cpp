@@ -64,6 +64,16 @@ struct RowResult {
 
 }  // namespace
 
+RowCentroids::RowCentroids(const uint16_t* lut_row, int levels) : levels_(levels) {
+  for (int q = 0; q < levels; ++q) centroid_[q] = f16_to_f32(lut_row[q]);
+  for (int q = 0; q + 1 < levels; ++q)
+    mid_[q] = 0.5 * (static_cast<double>(centroid_[q]) + static_cast<double>(centroid_[q + 1]));
+}
+
+int RowCentroids::nearest(float x) const {
+  return static_cast<int>(std::lower_bound(mid_, mid_ + levels_ - 1, static_cast<double>(x)) - mid_);
+}
+
 LutMatrix quantize_lut(const float* w, const float* fisher, int64_t rows, int64_t cols, const LutOptions& options,
                        LutStats* stats, const std::string& where) {
   check_inputs(w, fisher, rows, cols, options, where);
@@ -89,8 +99,6 @@ LutMatrix quantize_lut(const float* w, const float* fisher, int64_t rows, int64_
     value.reserve(cols);
     weight.reserve(cols);
     count.reserve(cols);
-    std::vector<float> lutf(k);
-    std::vector<double> mids(k - 1);
 #pragma omp for schedule(dynamic, 4)
     for (int64_t r = 0; r < rows; ++r) {
       const float* wr = w + r * cols;
@@ -132,21 +140,18 @@ LutMatrix quantize_lut(const float* w, const float* fisher, int64_t rows, int64_
                            options.max_iterations, options.tolerance);
       res.capped = !km.converged;
       uint16_t* lut = m.lut.data() + r * k;
-      for (int q = 0; q < k; ++q) {
-        lut[q] = f32_to_f16(static_cast<float>(km.centroids[q]));
-        lutf[q] = f16_to_f32(lut[q]);
-      }
-      for (int q = 0; q + 1 < k; ++q) mids[q] = 0.5 * (static_cast<double>(lutf[q]) + static_cast<double>(lutf[q + 1]));
+      for (int q = 0; q < k; ++q) lut[q] = f32_to_f16(static_cast<float>(km.centroids[q]));
+      const RowCentroids centroids(lut, k);
 
-      // Codes: the nearest fp16 centroid (a value on a midpoint takes the lower one).
+      // Codes: the nearest fp16 centroid.
       uint8_t* codes = m.codes.data() + r * cols;
       for (int64_t c = 0; c < cols; ++c) {
         const float x = wr[c];
-        const int q = static_cast<int>(std::lower_bound(mids.begin(), mids.end(), static_cast<double>(x)) - mids.begin());
+        const int q = centroids.nearest(x);
         codes[c] = static_cast<uint8_t>(q);
-        float deq = lutf[q];
+        float deq = centroids.value(q);
         if (is_sparse[c]) {
-          const uint16_t v = f32_to_f16(x - lutf[q]);
+          const uint16_t v = f32_to_f16(x - centroids.value(q));
           if (!std::isfinite(f16_to_f32(v)) && res.overflow_col < 0) res.overflow_col = c;
           res.col.push_back(static_cast<int32_t>(c));
           res.val.push_back(v);

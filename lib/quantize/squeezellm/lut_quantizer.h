@@ -41,6 +41,22 @@ struct LutOptions {
   double tolerance = 1e-6;      // >= 0: stop when the relative drop of the objective is below this
 };
 
+// One row's fp16 centroids as floats and the rule every weight of the row is coded by: the
+// nearest centroid, a value on a midpoint taking the lower code. quantize_lut and GPTQ's
+// codes (quantize/gptq_lut.h) both code through it, so they agree bit for bit.
+class RowCentroids {
+ public:
+  RowCentroids() = default;
+  RowCentroids(const uint16_t* lut_row, int levels);  // levels <= 16
+  int nearest(float x) const;
+  float value(int code) const { return centroid_[code]; }
+
+ private:
+  int levels_ = 0;
+  float centroid_[16] = {};
+  double mid_[15] = {};  // mid_[q] between centroids q and q + 1, in double (exact)
+};
+
 struct LutStats {
   int64_t nnz = 0;                   // sparse values kept
   double weighted_error = 0;         // sum F (w - w')^2 over the matrix (F = 1 when no Fisher)
