@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "common/half.h"
 #include "formats/quant/bitpack.h"
 #include "read_bandwidth.h"
+#include "runtime/aligned_bytes.h"
 #include "runtime/cpu/lut_kernels.h"
 #include "runtime/threads.h"
 
@@ -42,63 +44,93 @@ const int kBits[] = {4, 3};
 constexpr double kSparseDensity = 0.0045;  // SqueezeLLM's 0.45 %
 
 // One LUT matrix's arrays (random codes, tables and nonzeros: the values do not matter to
-// the timing, the layout does).
+// the timing, the layout does), each in 64-byte aligned storage as LutLinear holds them: a
+// 64-byte code load that straddles two cache lines costs LUT-4 half its rate.
 struct LutArrays {
   int64_t rows = 0, cols = 0;
   int bits = 4;
-  std::vector<uint32_t> words;
-  std::vector<uint16_t> lut;
-  std::vector<int32_t> row_ptr;  // empty: dense-only
-  std::vector<uint16_t> col, val;
+  AlignedBytes words, lut, row_ptr, col, val;  // row_ptr null: dense-only
+  int64_t nnz = 0, total_bytes = 0;
 
-  int64_t bytes() const {
-    return static_cast<int64_t>(words.size() * 4 + lut.size() * 2 + row_ptr.size() * 4 + col.size() * 2 +
-                                val.size() * 2);
-  }
+  int64_t bytes() const { return total_bytes; }
   cpu::LutWeightsView view() const {
     cpu::LutWeightsView v;
-    v.words = words.data();
+    v.words = aligned_as<uint32_t>(words);
     v.rows = rows;
     v.cols = cols;
     v.words_per_row = packed_words_per_row(bits, cols);
     v.bits = bits;
-    v.lut = lut.data();
-    if (!row_ptr.empty()) {
-      v.row_ptr = row_ptr.data();
-      v.col = col.data();
+    v.lut = aligned_as<uint16_t>(lut);
+    if (row_ptr) {
+      v.row_ptr = aligned_as<int32_t>(row_ptr);
+      v.col = col.get();
       v.col_type = cpu::LutColType::U16;
-      v.val = val.data();
-      v.nnz = static_cast<int64_t>(val.size());
+      v.val = aligned_as<uint16_t>(val);
+      v.nnz = nnz;
     }
     return v;
   }
 };
 
+template <typename T>
+AlignedBytes aligned_copy(const std::vector<T>& v, int64_t& total) {
+  total += static_cast<int64_t>(v.size() * sizeof(T));
+  return copy_aligned(std::as_bytes(std::span(v)));
+}
+
 LutArrays make_random(const Shape& s, int bits, bool sparse) {
   std::mt19937 rng(1);
+  std::vector<uint8_t> codes(static_cast<size_t>(s.in * s.out));
+  std::uniform_int_distribution<int> code(0, (1 << bits) - 1);
+  for (uint8_t& c : codes) c = static_cast<uint8_t>(code(rng));
+  std::vector<uint16_t> lut, col, val;
+  std::vector<int32_t> row_ptr;
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (int64_t j = 0; j < s.out << bits; ++j) lut.push_back(f32_to_f16(normal(rng)));
+  if (sparse) {
+    std::bernoulli_distribution pick(kSparseDensity);
+    row_ptr.push_back(0);
+    for (int64_t r = 0; r < s.out; ++r) {
+      for (int64_t c = 0; c < s.in; ++c)
+        if (pick(rng)) {
+          col.push_back(static_cast<uint16_t>(c));
+          val.push_back(f32_to_f16(normal(rng)));
+        }
+      row_ptr.push_back(static_cast<int32_t>(val.size()));
+    }
+  }
   LutArrays a;
   a.rows = s.out;
   a.cols = s.in;
   a.bits = bits;
-  std::vector<uint8_t> codes(static_cast<size_t>(s.in * s.out));
-  std::uniform_int_distribution<int> code(0, (1 << bits) - 1);
-  for (uint8_t& c : codes) c = static_cast<uint8_t>(code(rng));
-  a.words = pack_rows(codes, s.out, s.in, bits);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  for (int64_t j = 0; j < s.out << bits; ++j) a.lut.push_back(f32_to_f16(normal(rng)));
+  a.words = aligned_copy(pack_rows(codes, s.out, s.in, bits), a.total_bytes);
+  a.lut = aligned_copy(lut, a.total_bytes);
   if (sparse) {
-    std::bernoulli_distribution pick(kSparseDensity);
-    a.row_ptr.push_back(0);
-    for (int64_t r = 0; r < s.out; ++r) {
-      for (int64_t c = 0; c < s.in; ++c)
-        if (pick(rng)) {
-          a.col.push_back(static_cast<uint16_t>(c));
-          a.val.push_back(f32_to_f16(normal(rng)));
-        }
-      a.row_ptr.push_back(static_cast<int32_t>(a.val.size()));
-    }
+    a.row_ptr = aligned_copy(row_ptr, a.total_bytes);
+    a.col = aligned_copy(col, a.total_bytes);
+    a.val = aligned_copy(val, a.total_bytes);
+    a.nnz = static_cast<int64_t>(val.size());
   }
   return a;
+}
+
+LutArrays copy_of(const LutArrays& a) {
+  LutArrays c;
+  c.rows = a.rows;
+  c.cols = a.cols;
+  c.bits = a.bits;
+  c.nnz = a.nnz;
+  c.total_bytes = a.total_bytes;
+  const cpu::LutWeightsView v = a.view();
+  const auto copy = [](const void* p, int64_t n) {
+    return p == nullptr ? AlignedBytes{} : copy_aligned({static_cast<const std::byte*>(p), static_cast<size_t>(n)});
+  };
+  c.words = copy(v.words, a.rows * v.words_per_row * 4);
+  c.lut = copy(v.lut, (a.rows << a.bits) * 2);
+  c.row_ptr = copy(v.row_ptr, (a.rows + 1) * 4);
+  c.col = copy(v.col, a.nnz * 2);
+  c.val = copy(v.val, a.nnz * 2);
+  return c;
 }
 
 std::string key(const Shape& s, int bits, bool sparse, int threads) {
@@ -121,10 +153,10 @@ class Fixtures {
       copies_.clear();
       copies_.push_back(make_random(s, bits, sparse));
       const int64_t n = std::max<int64_t>(1, (mem_ + copies_[0].bytes() - 1) / copies_[0].bytes());
-      while (static_cast<int64_t>(copies_.size()) < n) copies_.push_back(copies_[0]);
+      while (static_cast<int64_t>(copies_.size()) < n) copies_.push_back(copy_of(copies_[0]));
       key_ = k;
       bytes_[k] = copies_[0].bytes();
-      nnz_[k] = static_cast<int64_t>(copies_[0].val.size());
+      nnz_[k] = copies_[0].nnz;
     }
     return copies_;
   }

@@ -53,8 +53,9 @@ KernelStatus lut_matmul_reference(const LutWeightsView& w, const float* x, int64
 // over the weights). Per weight row the fp16 table is converted to float once; codes are
 // unpacked to 32-bit lanes and looked up in registers (AVX-512: one vpermps per 16 codes;
 // AVX2: two vpermps and a blend for 4-bit, one for 3-bit); every row of the batch then
-// multiply-accumulates the same weights. The CSR part of a row is added in the same pass
-// (x[i, col] * val, summed in float, added to the row's dense sum). Threads (OpenMP) get
+// multiply-accumulates the same weights. Long rows go in fixed column chunks (4-bit; the
+// chunk sums are added in order). The CSR part is added after a thread's dense rows, row by
+// row (x[i, col] * val, summed in float, added to the row's dense sum). Threads (OpenMP) get
 // contiguous ranges of output rows of equal cost, counting each nonzero as well as each
 // code, so the nonzeros are balanced across threads however they are spread over rows.
 // Each output is computed by one thread in a fixed order: results do not depend on the

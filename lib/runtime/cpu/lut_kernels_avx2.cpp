@@ -32,6 +32,7 @@ struct Table16 {
 
 struct Avx2 : avx2::VecOps {
   using Table = Table16;
+  static constexpr int64_t kBlockOverread = 1;  // block<3> reads 4 bytes for the last 8 codes' 3
 
   // 8 nonzeros at a time: columns widened, x gathered, values converted; the rest one by one.
   static __m256i columns(const uint16_t* c) {

@@ -8,11 +8,12 @@
 // half(uint16_t) -> float; sparse_dot(x, col, val, count) = sum_e x[col[e]] * val[e] (col
 // uint16_t or int32_t, in float); table<B>(const uint16_t* lut): one row's 2^B fp16 centroids as
 // floats; block<B>(p, table, Vec w[8]): the weights of the 8 * kLanes codes starting at
-// byte p, in the panel order of lut_isa.h, reading at most kBlockOverread bytes past them;
+// byte p, in the panel order of lut_isa.h, reading at most Simd::kBlockOverread bytes past them;
 // weights<B>(p, n, avail, table): the weights of the n <= kLanes codes starting at byte p
 // (in column order; other lanes finite), reading at most `avail` bytes from p.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "runtime/cpu/lut_isa.h"
@@ -23,18 +24,34 @@
 namespace fsq::cpu {
 namespace {
 
-// Bytes block<3> may read past a block's codes (AVX-512 loads 16 bytes for 12).
-constexpr int64_t kBlockOverread = 4;
-
 // As in uniform_simd_loops.h: each row asks, spread over its blocks, for the codes about
 // kLutPrefetchBytes further on to be brought into L2 (prefetcht1); the hardware prefetchers
 // alone do not run far enough ahead of a row computed in tens of nanoseconds.
 constexpr int64_t kLutPrefetchBytes = 16384;
 
-// Independent accumulators per activation row: an FMA has ~4 cycles of latency on two
-// ports, so about 8 chains should be in flight in all.
-template <int M>
-constexpr int kChains = M == 1 ? 8 : M == 2 ? 4 : M <= 4 ? 2 : 1;
+// How the rows and columns of a GEMV are walked, per code width and batch size. With one
+// activation row (decode) and 4-bit codes, two weight rows share each load of x and the
+// columns go in chunks whose part of the x panel is at most kPanelChunkBytes, all rows of
+// a thread's range per chunk, so that the chunk of x stays in L1 while the codes stream
+// past it. Without either, a 64-byte block of codes costs 512 bytes of x loads, and once
+// the panel nears L1's size (K = 11008: 44 KB) each row's codes evict it before the next
+// row reuses it: LUT-4 ran at half the DRAM rate. 3-bit rows are not whole cache lines
+// (48-byte blocks), so chunk boundaries would split lines between passes; measured on
+// Zen 5 (bench_lut_kernels, 1 thread): 3-bit in pairs or chunks was 15-80 % slower, so it
+// keeps one row, all columns at a time. With more activation rows the weights are already
+// shared by all of them.
+template <int B, int M>
+constexpr int kRowsTogether = B == 4 && M == 1 ? 2 : 1;
+template <int B>
+constexpr bool kChunkColumns = B == 4;
+constexpr int64_t kPanelChunkBytes = 16384;
+
+// Independent accumulators per (weight row, activation row): an FMA has ~4 cycles of
+// latency on two ports, so about 8 chains should be in flight in all. A row computed alone
+// (the last of an odd range) uses the same chains as in a pair: results do not depend on how
+// the rows were grouped, so neither on the thread split.
+template <int B, int M>
+constexpr int kChains = M == 1 ? 8 / kRowsTogether<B, M> : M == 2 ? 4 : M <= 4 ? 2 : 1;
 
 // sparse[i] = sum over row n's nonzeros of x[i, col] * val, in float: Simd::sparse_dot
 // gathers x a vector of nonzeros at a time (a fixed order, whatever the thread split).
@@ -46,60 +63,102 @@ FSQ_ALWAYS_INLINE inline void sparse_row(const LutGemvBatch& b, const Col* col, 
     sparse[i] = count > 0 ? Simd::sparse_dot(b.x + i * b.x_stride, col + begin, w.val + begin, count) : 0.0f;
 }
 
-// y[i, n] for n in [row0, row1): whole blocks of 8 vectors (their weights shared by all M
-// rows of x), then the rest of the row vector by vector in column order, then the row's
-// nonzeros; the dense accumulators are reduced once per row.
-template <class Simd, int B, int M, typename Col>
-void gemv_rows_impl(const LutGemvBatch& b, const Col* col, int64_t row0, int64_t row1) {
+// One chunk of columns of rows n .. n + R: whole blocks [blk0, blk1) of 8 vectors (each
+// row's weights shared by all M rows of x, each load of x by all R rows); in the last
+// chunk (blk1 == whole) also the rest of each row, vector by vector in column order. The
+// chunk's dense sum is reduced and stored into y (first chunk) or added to it.
+template <class Simd, int B, int M, int R>
+FSQ_ALWAYS_INLINE inline void gemv_row_group(const LutGemvBatch& b, int64_t n, int64_t blk0, int64_t blk1,
+                                             int64_t ahead_rows) {
   using Vec = typename Simd::Vec;
-  constexpr int kLanes = Simd::kLanes, C = kChains<M>;
+  constexpr int kLanes = Simd::kLanes, C = kChains<B, M>;
   constexpr int64_t kBlockCodes = 8 * kLanes, kBlockBytes = kLanes * B, kLevels = int64_t{1} << B;
   constexpr int64_t kPanelVector = int64_t{M} * kLanes;  // floats per panel vector (all M rows)
   const LutWeightsView& w = *b.w;
   const int64_t row_bytes = w.words_per_row * 4, total_bytes = w.rows * row_bytes;
   const int64_t whole = w.cols / kBlockCodes, vectors = (w.cols + kLanes - 1) / kLanes;
-  const int64_t ahead_rows = (kLutPrefetchBytes + row_bytes - 1) / row_bytes;
-  for (int64_t n = row0; n < row1; ++n) {
-    const auto* row = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
-    const int64_t avail = total_bytes - n * row_bytes;  // bytes readable from the row's start
-    const bool prefetch = n + ahead_rows < w.rows;
-    const uint8_t* ahead = prefetch ? row + ahead_rows * row_bytes : nullptr;
-    if (prefetch) prefetch_to_l2(w.lut + (n + ahead_rows) * kLevels);
-    const typename Simd::Table table = Simd::template table<B>(w.lut + n * kLevels);
-    Vec acc[M][C];
+  const bool last_chunk = blk1 == whole;
+  const uint8_t* rows[R];
+  typename Simd::Table tables[R];
+  Vec acc[R][M][C];
+  for (int r = 0; r < R; ++r) {
+    rows[r] = reinterpret_cast<const uint8_t*>(w.words + (n + r) * w.words_per_row);
+    tables[r] = Simd::template table<B>(w.lut + (n + r) * kLevels);
     for (int i = 0; i < M; ++i)
-      for (int c = 0; c < C; ++c) acc[i][c] = Simd::zero();
-    // Whole blocks whose reads stay inside the weights (all but maybe the last row's last).
-    int64_t fast = whole;
-    if (B != 4 && fast * kBlockBytes + kBlockOverread > avail)
-      fast = avail >= kBlockOverread ? (avail - kBlockOverread) / kBlockBytes : 0;
-    const float* x = b.panel;
-    for (int64_t blk = 0; blk < fast; ++blk) {
-      if (prefetch) prefetch_lines(ahead, blk * kBlockBytes, (blk + 1) * kBlockBytes);
-      Vec wv[8];
-      Simd::template block<B>(row + blk * kBlockBytes, table, wv);
-      for (int s = 0; s < 8; ++s)
-        for (int i = 0; i < M; ++i)
-          acc[i][s % C] = Simd::fmadd(Simd::load(x + s * kPanelVector + i * kLanes), wv[s], acc[i][s % C]);
-      x += 8 * kPanelVector;
-    }
-    if (prefetch) prefetch_lines(ahead, fast * kBlockBytes, row_bytes);
+      for (int c = 0; c < C; ++c) acc[r][i][c] = Simd::zero();
+  }
+  const int64_t avail = total_bytes - (n + R - 1) * row_bytes;  // bytes readable from the last row's start
+  const bool prefetch = n + R - 1 + ahead_rows < w.rows;
+  const uint8_t* ahead = prefetch ? rows[0] + ahead_rows * row_bytes : nullptr;
+  if (prefetch && blk0 == 0) prefetch_to_l2(w.lut + (n + ahead_rows) * kLevels);
+  // Whole blocks whose reads stay inside the weights (all but maybe the last row's last).
+  int64_t fast = blk1;
+  constexpr int64_t kOverread = B == 4 ? 0 : Simd::kBlockOverread;
+  if (kOverread > 0 && last_chunk && fast * kBlockBytes + kOverread > avail)
+    fast = std::max(blk0, avail >= kOverread ? (avail - kOverread) / kBlockBytes : 0);
+  const float* x = b.panel + blk0 * 8 * kPanelVector;
+  for (int64_t blk = blk0; blk < fast; ++blk) {
+    if (prefetch)
+      for (int r = 0; r < R; ++r) prefetch_lines(ahead + r * row_bytes, blk * kBlockBytes, (blk + 1) * kBlockBytes);
+    Vec wv[R][8];
+    for (int r = 0; r < R; ++r) Simd::template block<B>(rows[r] + blk * kBlockBytes, tables[r], wv[r]);
+    for (int s = 0; s < 8; ++s)
+      for (int i = 0; i < M; ++i) {
+        const Vec xv = Simd::load(x + s * kPanelVector + i * kLanes);
+        for (int r = 0; r < R; ++r) acc[r][i][s % C] = Simd::fmadd(xv, wv[r][s], acc[r][i][s % C]);
+      }
+    x += 8 * kPanelVector;
+  }
+  if (last_chunk) {
+    if (prefetch)
+      for (int r = 0; r < R; ++r) prefetch_lines(ahead + r * row_bytes, fast * kBlockBytes, row_bytes);
     for (int64_t v = fast * 8; v < vectors; ++v) {
       const int64_t c0 = v * kLanes, byte = (c0 * B) >> 3;
       const int count = static_cast<int>(w.cols - c0 < kLanes ? w.cols - c0 : kLanes);
-      const Vec wv = Simd::template weights<B>(row + byte, count, avail - byte, table);
-      for (int i = 0; i < M; ++i) acc[i][0] = Simd::fmadd(Simd::load(x + i * kLanes), wv, acc[i][0]);
+      for (int r = 0; r < R; ++r) {
+        const Vec wv = Simd::template weights<B>(rows[r] + byte, count, avail + (R - 1 - r) * row_bytes - byte, tables[r]);
+        for (int i = 0; i < M; ++i) acc[r][i][0] = Simd::fmadd(Simd::load(x + i * kLanes), wv, acc[r][i][0]);
+      }
       x += kPanelVector;
     }
-    float sparse[M];
-    if (col != nullptr)
-      sparse_row<Simd, Col, M>(b, col, n, sparse);
-    else
-      for (int i = 0; i < M; ++i) sparse[i] = 0.0f;
+  }
+  for (int r = 0; r < R; ++r)
     for (int i = 0; i < M; ++i) {
-      for (int c = 1; c < C; ++c) acc[i][0] = Simd::add(acc[i][0], acc[i][c]);
-      b.y[i * b.y_stride + n] = Simd::reduce_add(acc[i][0]) + sparse[i];
+      for (int c = 1; c < C; ++c) acc[r][i][0] = Simd::add(acc[r][i][0], acc[r][i][c]);
+      float& out = b.y[i * b.y_stride + n + r];
+      const float dense = Simd::reduce_add(acc[r][i][0]);
+      out = blk0 == 0 ? dense : out + dense;
     }
+}
+
+// y[i, n] for n in [row0, row1): chunk by chunk of columns (fixed by cols, B and M alone,
+// so the sums' order is the same for any thread split), kRowsTogether rows at a time, then
+// any row left alone; then the rows' CSR parts. The nonzeros go in a pass of their own:
+// rows' gathers then overlap one another instead of stalling each row between its dense
+// codes (CSR cost at 0.45 %, LUT-3 at 11008x4096, 1 thread: +41 % -> +12 %).
+template <class Simd, int B, int M, typename Col>
+void gemv_rows_impl(const LutGemvBatch& b, const Col* col, int64_t row0, int64_t row1) {
+  constexpr int R = kRowsTogether<B, M>;
+  constexpr int64_t kBlockCodes = 8 * Simd::kLanes;
+  const int64_t whole = b.w->cols / kBlockCodes;
+  const int64_t chunk_blocks =
+      kChunkColumns<B> ? std::max<int64_t>(1, kPanelChunkBytes / (kBlockCodes * M * int64_t{sizeof(float)})) : whole;
+  // Each row asks for the codes about kLutPrefetchBytes further on (in the same chunk).
+  const int64_t chunk_bytes = whole > 0 ? std::min(whole, chunk_blocks) * Simd::kLanes * B : b.w->words_per_row * 4;
+  const int64_t ahead_rows = (kLutPrefetchBytes + chunk_bytes - 1) / chunk_bytes;
+  int64_t blk0 = 0;
+  do {
+    const int64_t blk1 = std::min(whole, blk0 + chunk_blocks);
+    int64_t n = row0;
+    for (; n + R <= row1; n += R) gemv_row_group<Simd, B, M, R>(b, n, blk0, blk1, ahead_rows);
+    for (; n < row1; ++n) gemv_row_group<Simd, B, M, 1>(b, n, blk0, blk1, ahead_rows);
+    blk0 = blk1;
+  } while (blk0 < whole);
+  if (col == nullptr) return;
+  for (int64_t n = row0; n < row1; ++n) {
+    float sparse[M];
+    sparse_row<Simd, Col, M>(b, col, n, sparse);
+    for (int i = 0; i < M; ++i) b.y[i * b.y_stride + n] += sparse[i];
   }
 }
 
