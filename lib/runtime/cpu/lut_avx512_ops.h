@@ -100,6 +100,18 @@ struct Avx512 : avx512::VecOps {
     }
   }
 
+  // A 4-bit half block (lut_isa.h): 64 codes, 32 bytes; word j in lanes j and j + 8, lanes
+  // j + 8 shifted 4 bits further.
+  static constexpr bool kHalfBlock4 = true;
+  static void half_block4(const uint8_t* p, const Table& t, Vec* w) {
+    const __m512i words = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i v = _mm512_srlv_epi32(words, _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4));
+    w[0] = _mm512_permutexvar_ps(v, t);
+    w[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), t);
+    w[2] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), t);
+    w[3] = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), t);
+  }
+
   template <int B>
   static Vec weights(const uint8_t* p, int n, int64_t avail, const Table& t) {
     const int64_t need = (int64_t{n} * B + 7) / 8;

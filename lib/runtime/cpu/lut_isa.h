@@ -28,14 +28,23 @@ struct LutGemvBatch {
 // in lane j column
 //   4-bit: b * 8L + 8j + s  (lane j's 32-bit word holds 8 codes; vector s shifts it by 4s)
 //   3-bit: b * 8L + s * L + j  (column order)
-// and past the whole blocks vector v holds columns in order, zero past cols.
+// With 16 lanes and 4-bit codes, when at least 64 columns follow the whole blocks, the next
+// 4 vectors are a half block (32 bytes, 8 words of 8 codes, each word in lanes j and j + 8):
+// vector 8b + s, s < 4, holds in lane j column b * 128 + 8 (j mod 8) + 2s + j / 8.
+// Past those, vector v holds columns in order, zero past cols.
 inline constexpr int64_t kLutAvx2Lanes = 8;
 inline constexpr int64_t kLutAvx512Lanes = 16;
 inline int64_t lut_panel_vectors(int64_t cols, int64_t lanes) { return (cols + lanes - 1) / lanes; }
+// Whether the 4 vectors after the whole blocks are a half block (see above).
+inline bool lut_half_block(int bits, int64_t lanes, int64_t cols) {
+  return bits == 4 && lanes == kLutAvx512Lanes && cols % (8 * lanes) >= 64;
+}
 // The column that vector v, lane j of the panel holds (may be >= cols: a zero).
 inline int64_t lut_panel_column(int64_t v, int64_t j, int64_t lanes, int bits, int64_t cols) {
   const int64_t block_codes = 8 * lanes, whole = cols / block_codes;
   if (bits == 4 && v / 8 < whole) return v / 8 * block_codes + 8 * j + v % 8;
+  if (lut_half_block(bits, lanes, cols) && v / 8 == whole && v % 8 < 4)
+    return whole * block_codes + 8 * (j % 8) + 2 * (v % 8) + j / 8;
   return v * lanes + j;
 }
 

@@ -33,6 +33,8 @@ struct Table16 {
 struct Avx2 : avx2::VecOps {
   using Table = Table16;
   static constexpr int64_t kBlockOverread = 1;  // block<3> reads 4 bytes for the last 8 codes' 3
+  static constexpr bool kHalfBlock4 = false;  // lut_isa.h: 16 lanes only
+  static void half_block4(const uint8_t*, const Table&, Vec*) {}
 
   // 8 nonzeros at a time: columns widened, x gathered, values converted; the rest one by one.
   static __m256i columns(const uint16_t* c) {

@@ -112,7 +112,21 @@ FSQ_ALWAYS_INLINE inline void gemv_row_group(const LutGemvBatch& b, int64_t n, i
   if (last_chunk) {
     if (prefetch)
       for (int r = 0; r < R; ++r) prefetch_lines(ahead + r * row_bytes, fast * kBlockBytes, row_bytes);
-    for (int64_t v = fast * 8; v < vectors; ++v) {
+    int64_t v = fast * 8;
+    if constexpr (B == 4 && Simd::kHalfBlock4) {
+      if (lut_half_block(B, kLanes, w.cols)) {  // fast == whole for 4-bit
+        Vec wv[R][4];
+        for (int r = 0; r < R; ++r) Simd::half_block4(rows[r] + fast * kBlockBytes, tables[r], wv[r]);
+        for (int s = 0; s < 4; ++s)
+          for (int i = 0; i < M; ++i) {
+            const Vec xv = Simd::load(x + s * kPanelVector + i * kLanes);
+            for (int r = 0; r < R; ++r) acc[r][i][s % C] = Simd::fmadd(xv, wv[r][s], acc[r][i][s % C]);
+          }
+        x += 4 * kPanelVector;
+        v += 4;
+      }
+    }
+    for (; v < vectors; ++v) {
       const int64_t c0 = v * kLanes, byte = (c0 * B) >> 3;
       const int count = static_cast<int>(w.cols - c0 < kLanes ? w.cols - c0 : kLanes);
       for (int r = 0; r < R; ++r) {

@@ -32,9 +32,11 @@ using cpu::LutColType;
 using test::GuardedOutput;
 
 // Not multiples of 16 or 32 (1, 7, 37, 100, 131, 300), exactly whole blocks (128, 256: the
-// AVX-512 block is 128 codes, the AVX2 one 64), some of both (1000), and more columns than
-// one chunk of the 4-bit GEMV at m = 1 (4500 > 4096: two chunks and a tail).
-const int64_t kCols[] = {1, 7, 37, 100, 128, 131, 256, 300, 1000, 4500};
+// AVX-512 block is 128 codes, the AVX2 one 64), some of both (1000), a 4-bit AVX-512 half
+// block alone (100), after whole blocks (192, 1000; 1000 and 100 with columns after it),
+// and more columns than one chunk of the 4-bit GEMV at m = 1 (4500 > 4096: two chunks and
+// a tail).
+const int64_t kCols[] = {1, 7, 37, 100, 128, 131, 192, 256, 300, 1000, 4500};
 const int64_t kRows[] = {1, 3, 17};
 
 enum class Sparse { None, U16, I32 };
