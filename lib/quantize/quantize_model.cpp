@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -198,6 +199,10 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
   return options;
 }
 
+// Widths a LUT (squeezellm) plan stores as round-to-nearest int8 groups: SqueezeLLM's
+// tables pay off at 3 and 4 bits; at 8, uniform int8 is as exact and runs the int8 kernels.
+bool lut_plan_int8(bool lut, int bits) { return lut && bits == 8; }
+
 // --plan's widths: one per layer, each one the method can store.
 void validate_layer_bits(const QuantizeConfig& cfg, int64_t layers, bool lut, bool int8_activations) {
   if (cfg.layer_bits.empty()) return;
@@ -206,9 +211,9 @@ void validate_layer_bits(const QuantizeConfig& cfg, int64_t layers, bool lut, bo
     throw Error("--plan", "the plan has widths for " + std::to_string(cfg.layer_bits.size()) + " layers, the model has " +
                               std::to_string(layers) + " (a plan for another model?)");
   for (int b : cfg.layer_bits) {
-    if (b != 16 && (lut ? !lut_bits_supported(b) : !(b == 2 || b == 3 || b == 4 || b == 8)))
+    if (b != 16 && (lut ? !lut_bits_supported(b) && !lut_plan_int8(lut, b) : !(b == 2 || b == 3 || b == 4 || b == 8)))
       throw Error("--plan", "--method " + cfg.method + " cannot store " + std::to_string(b) + "-bit layers (" +
-                                (lut ? "3, 4" : "2, 3, 4, 8") + " or 16)");
+                                (lut ? "3, 4, 8 (as rtn int8)" : "2, 3, 4, 8") + " or 16)");
   }
 }
 
@@ -358,7 +363,9 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     }
   }
   summary.plan = plan_quantize(ckpt, summary.shape);
-  log(summary.plan.to_text(summary.shape) + (lut ? "" : group_fallbacks(ckpt, linear_names, quant)));
+  const bool uniform_layers = !lut || std::any_of(cfg.layer_bits.begin(), cfg.layer_bits.end(),
+                                                   [&](int b) { return lut_plan_int8(lut, b); });
+  log(summary.plan.to_text(summary.shape) + (uniform_layers ? group_fallbacks(ckpt, linear_names, quant) : ""));
   if (!cfg.layer_bits.empty()) {
     std::map<int, int> count;
     for (int b : cfg.layer_bits) count[b] += 1;
@@ -464,7 +471,11 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       LayerRun run;
       if (calibrate_here) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
       StoredLayer stored;
-      if (lut) {
+      if (lut_plan_int8(lut, quant_of_layer(i).bits)) {
+        PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
+        PassResult result = find_quant_pass("rtn").make(cfg.pass_options)->run(layer, run.acts, ctx);
+        stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
+      } else if (lut) {
         squeezellm::LutOptions layer_lut = lut_options;
         layer_lut.bits = quant_of_layer(i).bits;
         stored = quantize_layer_lut(layer, arch, i, fisher_source, layer_lut, lut_gptq ? &run.acts : nullptr);
@@ -544,7 +555,8 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     for (auto& [role, matrix] : stored.linears) {
       const std::string base = layer_name(arch.linear(role).pattern, i);
       add_bias(role, base);
-      QuantizedLinearToWrite linear{base, std::move(matrix), cfg.method, options, std::nullopt};
+      // In a squeezellm plan the uniform layers are its 8-bit ones, round-to-nearest.
+      QuantizedLinearToWrite linear{base, std::move(matrix), lut ? "rtn" : cfg.method, options, std::nullopt};
       if (int8_activations) set_activation_quant(linear, cfg.pass_options.act_quant, stored, role);
       packed.linears.push_back(std::move(linear));
     }

@@ -34,15 +34,19 @@ class CliPlanStories260k : public Stories260kQuantizeSuite {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out);
   }
-  // RTN with these widths per layer (a plan file written here), then its KL on the suite's
-  // evaluation windows.
-  static double rtn_kl_with_widths(const std::string& name, const std::vector<int>& bits) {
+  // `method` (quantize options) with these widths per layer (a plan file written here), then
+  // its KL on the suite's evaluation windows.
+  static double kl_with_widths(const std::string& name, const std::vector<int>& bits, std::vector<std::string> method) {
     fs::path plan_file = dir_ / (name + ".plan.json");
     testing::write_file(plan_file, nlohmann::json{{"plan", {{"bits_per_layer", bits}}}}.dump());
     // --head-bits 16: the widths measured are the layers', not the embedding's.
-    RunResult r = quantize(dir_ / name, {"--method", "rtn", "--plan", plan_file.string(), "--head-bits", "16"});
+    for (const char* o : {"--plan", plan_file.c_str(), "--head-bits", "16"}) method.push_back(o);
+    RunResult r = quantize(dir_ / name, method);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return evaluate_against_stories260k(dir_ / name).kl;
+  }
+  static double rtn_kl_with_widths(const std::string& name, const std::vector<int>& bits) {
+    return kl_with_widths(name, bits, {"--method", "rtn"});
   }
 };
 
@@ -126,9 +130,9 @@ TEST_F(CliPlanStories260k, PlanForOtherWeightsOrMethodIsRefused) {
   testing::write_file(other, R"({"plan": {"bits_per_layer": [3, 4, 5, 3, 3]}})");
   r = quantize(dir_ / "refused", {"--method", "rtn", "--plan", other.string()});
   EXPECT_NE(r.err.find("cannot store 5-bit layers"), std::string::npos) << r.err;
-  testing::write_file(other, R"({"plan": {"bits_per_layer": [3, 4, 8, 3, 3]}})");
+  testing::write_file(other, R"({"plan": {"bits_per_layer": [3, 4, 2, 3, 3]}})");
   r = quantize(dir_ / "refused", {"--method", "squeezellm", "--plan", other.string()});
-  EXPECT_NE(r.err.find("cannot store 8-bit layers"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot store 2-bit layers"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "refused"));
 }
 
@@ -150,6 +154,24 @@ TEST_F(CliPlanStories260k, SixteenBitLayersStayDenseNextToQuantizedOnes) {
   inspect = run_fsq({"inspect", (dir_ / "mix16").string()});
   EXPECT_NE(inspect.out.find("w8g64a"), std::string::npos) << inspect.out;
   EXPECT_NE(inspect.out.find("model.layers.0.self_attn.q_proj.weight"), std::string::npos) << inspect.out;
+}
+
+// One checkpoint, two methods by width: a squeezellm plan's 3- and 4-bit layers get LUTs, its
+// 8-bit layers round-to-nearest int8 groups, the same bytes as rtn's (so the same KL, to the
+// last bit: evaluation is deterministic), and they lower the KL where they replace 3 bits.
+TEST_F(CliPlanStories260k, SqueezeLlmPlanStoresItsEightBitLayersAsRtnInt8) {
+  FSQ_REQUIRE_STORIES260K();
+  const std::vector<std::string> squeezellm = {"--method", "squeezellm", "--unweighted", "--dense-only"};
+  const double sq8 = kl_with_widths("sq-all8", std::vector<int>(5, 8), squeezellm);
+  EXPECT_EQ(sq8, rtn_kl_with_widths("rtn-all8", std::vector<int>(5, 8)));
+  const double mixed = kl_with_widths("sq-mixed", {3, 8, 4, 8, 16}, squeezellm);
+  const double three = kl_with_widths("sq-all3", std::vector<int>(5, 3), squeezellm);
+  std::printf("[ plan ] stories260K squeezellm plans, mean KL: all 8 %.2e, {3, 8, 4, 8, 16} %.4f, all 3 %.4f\n", sq8,
+              mixed, three);
+  EXPECT_LT(sq8, mixed);
+  EXPECT_LT(mixed, three);
+  const RunResult inspect = run_fsq({"inspect", (dir_ / "sq-mixed").string()});
+  for (const char* type : {"lut3", "lut4", "w8g"}) EXPECT_NE(inspect.out.find(type), std::string::npos) << type << inspect.out;
 }
 
 TEST_F(CliPlanStories260k, CalibrationFileOfOtherWeightsIsRefused) {
