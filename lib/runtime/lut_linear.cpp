@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/bitpack.h"
+#include "runtime/cpu/lut_q8_kernels.h"
 #include "runtime/packed_forward.h"
 #include "runtime/torch_bridge.h"
 
@@ -100,6 +101,17 @@ void LutLinear::set_cpu_isa(cpu::CpuIsa isa) {
   if (!cpu::cpu_supports(isa))
     throw Error(describe(), std::string("this CPU does not support ") + cpu::cpu_isa_name(isa));
   isa_ = isa;
+  set_int8_decode(want_int8_decode_);
+}
+
+void LutLinear::set_int8_decode(bool on) {
+  want_int8_decode_ = on;
+  int8_decode_ = on && cpu::lut_q8_supported(weights_view(), isa_);
+  if (int8_decode_ && q8_scales_.empty()) {
+    q8_tables_.resize(static_cast<size_t>(rows_ * 16));
+    q8_scales_.resize(static_cast<size_t>(rows_));
+    cpu::prepare_lut_q8_tables(weights_view(), q8_tables_.data(), q8_scales_.data());
+  }
 }
 
 at::Tensor LutLinear::forward(const at::Tensor& x) const {
@@ -113,7 +125,11 @@ at::Tensor LutLinear::forward(const at::Tensor& x) const {
 }
 
 void LutLinear::forward_rows(const float* x, int64_t m, float* y) const {
-  check_kernel_status(cpu::lut_gemv(weights_view(), x, m, cols_, y, rows_, isa_), describe());
+  const cpu::LutWeightsView view = weights_view();
+  check_kernel_status(int8_decode_ ? cpu::lut_gemv_q8(view, {q8_tables_.data(), q8_scales_.data()}, x, m, cols_, y,
+                                                      rows_, isa_)
+                                   : cpu::lut_gemv(view, x, m, cols_, y, rows_, isa_),
+                      describe());
   add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
 }
 
@@ -126,7 +142,7 @@ std::string LutLinear::describe() const {
 
 int64_t LutLinear::weight_bytes() const { return packed_bytes_ + (bias_ ? rows_ * 4 : 0); }
 
-std::unique_ptr<Linear> make_lut_linear(const PackedLinear& packed) {
+std::unique_ptr<LutLinear> make_lut_linear(const PackedLinear& packed) {
   std::optional<at::Tensor> bias;
   if (packed.bias) bias = tensor_from_view(*packed.bias, at::kFloat, c10::Device(c10::kCPU));
   auto span_of = [](const TensorView* v) {

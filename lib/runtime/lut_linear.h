@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "formats/quant/lut_quant.h"
 #include "runtime/aligned_bytes.h"
@@ -51,6 +52,12 @@ class LutLinear final : public Linear {
   void set_cpu_isa(cpu::CpuIsa isa);
   // The weights as the kernels see them (valid while this object lives).
   cpu::LutWeightsView weights_view() const;
+  // Asks forward_rows (the decode fast path) to quantize x and the centroids to int8 and
+  // multiply in integers (cpu::lut_gemv_q8). It does so only where that kernel supports this
+  // matrix on this CPU (4-bit, AVX-512 VNNI); int8_decode() says whether it does. forward()
+  // stays exact.
+  void set_int8_decode(bool on);
+  bool int8_decode() const { return int8_decode_; }
 
  private:
   void adopt(const LutStoredBytes& bytes, std::optional<at::Tensor> bias);
@@ -63,9 +70,12 @@ class LutLinear final : public Linear {
   std::optional<at::Tensor> bias_;
   std::string method_;
   cpu::CpuIsa isa_;
+  bool want_int8_decode_ = false, int8_decode_ = false;
+  std::vector<uint8_t> q8_tables_;  // cpu::prepare_lut_q8_tables, made when int8 decode turns on
+  std::vector<float> q8_scales_;
 };
 
 // A LutLinear from an opened packed checkpoint's LUT linear.
-std::unique_ptr<Linear> make_lut_linear(const PackedLinear& packed);
+std::unique_ptr<LutLinear> make_lut_linear(const PackedLinear& packed);
 
 }  // namespace fsq

@@ -58,7 +58,11 @@ class Loader {
                                                  ", config.json implies " + show({out, in}));
       count_ += out * in;
       if (p->is_w8a8()) return make_int8_linear(*p);
-      if (p->is_lut()) return make_lut_linear(*p);
+      if (p->is_lut()) {
+        std::unique_ptr<LutLinear> l = make_lut_linear(*p);
+        l->set_int8_decode(opts_.fast_decode && opts_.int8_decode_activations);
+        return l;
+      }
       return quant_linear(*p);
     }
     at::Tensor w = get(base + ".weight", {out, in});
@@ -223,7 +227,12 @@ std::pair<int64_t, int64_t> LlamaModel::int8_prefill_linears() const {
 }
 
 std::pair<int64_t, int64_t> LlamaModel::int8_decode_linears() const {
-  return count_quant_linears(layers_, lm_head_.get(), [](const QuantLinear& q) { return q.int8_decode(); });
+  std::pair<int64_t, int64_t> counts =
+      count_quant_linears(layers_, lm_head_.get(), [](const QuantLinear& q) { return q.int8_decode(); });
+  for (const auto& L : layers_)  // LUT (squeezellm) linears decode on int8 activations too
+    for (const Linear* lin : {L.q.get(), L.k.get(), L.v.get(), L.o.get(), L.gate.get(), L.up.get(), L.down.get()})
+      if (const auto* l = dynamic_cast<const LutLinear*>(lin); l != nullptr && l->int8_decode()) ++counts.first;
+  return counts;
 }
 
 DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const {

@@ -48,8 +48,9 @@ struct RuntimeOptions {
   bool fast_decode = true;
   // On that path, 4- and 8-bit packed linears quantize their input to int8 per 32 columns
   // and multiply in integers (runtime/cpu/uniform_q8_kernels.h, as llama.cpp's Q8_0
-  // activations), where the CPU has a kernel for it; false keeps them in f32 (exact: the
-  // path the ATen layers take). Prefill and perplexity never use it.
+  // activations; 4-bit LUT linears with int8 centroids, runtime/cpu/lut_q8_kernels.h),
+  // where the CPU has a kernel for it; false keeps them in f32 (exact: the path the ATen
+  // layers take). Prefill and perplexity never use it.
   bool int8_decode_activations = true;
   // Forward passes of more than cpu::kMaxGemvRows tokens (prompts, perplexity and
   // calibration windows) multiply the 2/3/4-bit and symmetric 8-bit packed linears on int8

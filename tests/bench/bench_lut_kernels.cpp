@@ -1,10 +1,12 @@
-// Decode-time LUT (SqueezeLLM) linears: the raw kernel cpu::lut_gemv (m = 1) on LLaMA-7B
-// shapes (4096x4096 q/o_proj, 11008x4096 down_proj; K x N), lut4 and lut3, dense-only and
+// Decode-time LUT (SqueezeLLM) linears: the raw kernels cpu::lut_gemv (lut4, lut3) and
+// cpu::lut_gemv_q8 (lut4q8: int8 activations and centroids, AVX-512 VNNI) at m = 1 on
+// LLaMA-7B shapes (4096x4096 q/o_proj, 11008x4096 down_proj; K x N), dense-only and
 // with 0.45 % CSR nonzeros (16-bit columns), against the read-only bandwidth kernel
 // (read_bandwidth.h) over as many bytes in the same run. Each benchmark cycles through
 // copies of the weights totalling twice the L3 size (at least 256 MiB; FSQ_BENCH_MEM_MIB
 // overrides), so they come from DRAM as in a 7B model's decode step. Bytes counted: packed
-// codes + fp16 tables + the CSR part (row pointers, columns, values).
+// codes + fp16 tables (lut4q8: the int8 tables and row scales) + the CSR part (row
+// pointers, columns, values).
 // After the Google Benchmark output it prints one table: the kernel's GB/s, its % of the
 // read kernel's GB/s with the same threads, and what the CSR part costs (time with it over
 // time without, minus 1). FSQ_CPU_ISA=scalar|avx2|avx512 picks the kernel variant (the read
@@ -30,6 +32,7 @@
 #include "read_bandwidth.h"
 #include "runtime/aligned_bytes.h"
 #include "runtime/cpu/lut_kernels.h"
+#include "runtime/cpu/lut_q8_kernels.h"
 #include "runtime/threads.h"
 
 namespace fsq {
@@ -40,7 +43,14 @@ struct Shape {
   int64_t in, out;  // K, N
 };
 const Shape kShapes[] = {{"7b q/o_proj", 4096, 4096}, {"7b down_proj", 11008, 4096}};
-const int kBits[] = {4, 3};
+// The GEMVs timed: float activations (lut_gemv) at 4 and 3 bits, and int8 activations
+// (lut_gemv_q8, 4-bit only).
+struct Kind {
+  int bits;
+  bool q8;
+  std::string name() const { return "lut" + std::to_string(bits) + (q8 ? "q8" : ""); }
+};
+const Kind kKinds[] = {{4, false}, {4, true}, {3, false}};
 constexpr double kSparseDensity = 0.0045;  // SqueezeLLM's 0.45 %
 
 // One LUT matrix's arrays (random codes, tables and nonzeros: the values do not matter to
@@ -137,6 +147,10 @@ std::string key(const Shape& s, int bits, bool sparse, int threads) {
   return "lut" + std::to_string(bits) + (sparse ? "+csr" : "") + "/" + std::to_string(s.in) + "x" +
          std::to_string(s.out) + "/m1/t" + std::to_string(threads);
 }
+std::string key(const Shape& s, const Kind& kind, bool sparse, int threads) {
+  return kind.name() + (sparse ? "+csr" : "") + "/" + std::to_string(s.in) + "x" + std::to_string(s.out) + "/m1/t" +
+         std::to_string(threads);
+}
 std::string read_key(int64_t bytes, int threads) {
   return "read/" + std::to_string(bytes >> 20) + "MiB/t" + std::to_string(threads);
 }
@@ -179,28 +193,48 @@ class Fixtures {
   std::map<std::string, int64_t> bytes_, nnz_;
 };
 
-void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, int threads) {
+// Bytes a GEMV reads: the int8 one reads 16 table bytes and a float scale per row instead of
+// the 16 fp16 centroids.
+int64_t bytes_read(int64_t lut_bytes, int64_t rows, const Kind& kind) {
+  return kind.q8 ? lut_bytes - rows * 32 + rows * 20 : lut_bytes;
+}
+
+void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, const Kind& kind, int threads) {
   set_threads(threads);
   const cpu::CpuIsa isa = cpu::selected_cpu_isa();
   std::vector<cpu::LutWeightsView> views;
+  std::vector<std::vector<uint8_t>> tables;
+  std::vector<std::vector<float>> scales;
   for (const LutArrays& a : copies) {
     views.push_back(a.view());
     if (cpu::check_lut_sparse(views.back()) != cpu::KernelStatus::Ok) {
       state.SkipWithError("check_lut_sparse failed");
       return;
     }
+    if (kind.q8) {
+      tables.emplace_back(static_cast<size_t>(a.rows * 16));
+      scales.emplace_back(static_cast<size_t>(a.rows));
+      cpu::prepare_lut_q8_tables(views.back(), tables.back().data(), scales.back().data());
+    }
+  }
+  if (kind.q8 && !cpu::lut_q8_supported(views.front(), isa)) {
+    state.SkipWithError("lut_gemv_q8 needs AVX-512 VNNI");
+    return;
   }
   const int64_t rows = views.front().rows, cols = views.front().cols;
   const std::vector<float> x(static_cast<size_t>(cols), 0.5f);
   std::vector<float> y(static_cast<size_t>(rows));
   size_t next = 0;
   for (auto _ : state) {
-    if (cpu::lut_gemv(views[next], x.data(), 1, cols, y.data(), rows, isa) != cpu::KernelStatus::Ok)
-      state.SkipWithError("lut_gemv failed");
+    const cpu::KernelStatus status =
+        kind.q8 ? cpu::lut_gemv_q8(views[next], {tables[next].data(), scales[next].data()}, x.data(), 1, cols, y.data(),
+                                   rows, isa)
+                : cpu::lut_gemv(views[next], x.data(), 1, cols, y.data(), rows, isa);
+    if (status != cpu::KernelStatus::Ok) state.SkipWithError("the GEMV failed");
     benchmark::ClobberMemory();
     next = next + 1 == views.size() ? 0 : next + 1;
   }
-  state.SetBytesProcessed(state.iterations() * copies.front().bytes());
+  state.SetBytesProcessed(state.iterations() * bytes_read(copies.front().bytes(), rows, kind));
 }
 
 void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
@@ -209,12 +243,12 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
     bench::add(read_key(f.mem(), threads),
                [=](benchmark::State& st) { bench::run_read(st, fx->read_buffer(), threads); });
   for (const Shape& s : kShapes)
-    for (int bits : kBits)
+    for (const Kind& kind : kKinds)
       for (bool sparse : {false, true})
         for (int threads : thread_counts) {
           const Shape* sp = &s;
-          bench::add(key(s, bits, sparse, threads),
-                     [=](benchmark::State& st) { run_gemv(st, fx->copies(*sp, bits, sparse), threads); });
+          bench::add(key(s, kind, sparse, threads),
+                     [=](benchmark::State& st) { run_gemv(st, fx->copies(*sp, kind.bits, sparse), kind, threads); });
         }
 }
 
@@ -227,21 +261,23 @@ void print_table(const bench::Collector& c, const Fixtures& f, const std::vector
   std::printf("%-26s %-9s %3s | %8s %8s %7s %7s %6s | %9s\n", "shape (K x N)", "type", "thr", "nnz", "MB", "us",
               "GB/s", "%read", "CSR cost");
   for (const Shape& s : kShapes)
-    for (int bits : kBits)
+    for (const Kind& kind : kKinds)
       for (int threads : thread_counts) {
+        const int bits = kind.bits;
         const double read_us = c.get(read_key(f.mem(), threads));
         const double read_gbps = read_us > 0 ? static_cast<double>(f.mem()) * 1e-3 / read_us : 0.0;
-        const double dense_us = c.get(key(s, bits, false, threads));
+        const double dense_us = c.get(key(s, kind, false, threads));
         for (bool sparse : {false, true}) {
-          const double us = c.get(key(s, bits, sparse, threads));
+          const double us = c.get(key(s, kind, sparse, threads));
           if (us == 0) continue;  // filtered out
-          const double bytes = static_cast<double>(f.bytes(s, bits, sparse)), gbps = bytes * 1e-3 / us;
+          const double bytes = static_cast<double>(bytes_read(f.bytes(s, bits, sparse), s.out, kind));
+          const double gbps = bytes * 1e-3 / us;
           char pct[16] = "-", cost[16] = "-";
           if (read_gbps > 0) std::snprintf(pct, sizeof pct, "%.0f", 100 * gbps / read_gbps);
           if (sparse && dense_us > 0) std::snprintf(cost, sizeof cost, "%+.1f%%", 100 * (us / dense_us - 1));
           std::printf("%-26s %-9s %3d | %8ld %8.2f %7.1f %7.2f %6s | %9s\n",
                       (std::string(s.what) + " " + std::to_string(s.in) + "x" + std::to_string(s.out)).c_str(),
-                      ("lut" + std::to_string(bits) + (sparse ? "+csr" : "")).c_str(), threads,
+                      (kind.name() + (sparse ? "+csr" : "")).c_str(), threads,
                       static_cast<long>(f.nnz(s, bits, sparse)), bytes * 1e-6, us, gbps, pct, cost);
         }
         if (read_gbps > 0) std::printf("%-26s %-9s %3d | read %.2f GB/s\n", "", "", threads, read_gbps);

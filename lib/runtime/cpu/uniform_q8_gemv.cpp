@@ -10,6 +10,7 @@
 #include "runtime/cpu/gemv_batches.h"
 #include "runtime/cpu/int8_kernels.h"  // cpu_has_avx512_vnni
 #include "runtime/cpu/packed_code.h"
+#include "runtime/cpu/q8_panel.h"
 #include "runtime/cpu/uniform_q8_isa.h"
 #include "runtime/cpu/uniform_q8_kernels.h"
 
@@ -35,57 +36,6 @@ Q8RowsFn q8_rows_for(const UniformWeightsView& w, CpuIsa isa) {
   if (w.bits == 4 && (isa == CpuIsa::Avx2 || isa == CpuIsa::Avx512) && cpu_supports(isa)) return q8_rows_avx2;
   return nullptr;
 }
-
-// The activation panel of one batch (uniform_q8_isa.h, Q8Batch).
-struct Q8Panel {
-  std::vector<int8_t> codes;
-  std::vector<float> lane_scales, group_sums;
-  int64_t codes_stride = 0, lane_scales_stride = 0, group_sums_stride = 0;
-
-  Q8Panel(const UniformWeightsView& w, int64_t m) {
-    const int64_t chunks = (w.cols + q8_chunk_cols(w.bits) - 1) / q8_chunk_cols(w.bits);
-    codes_stride = chunks * (w.bits == 4 ? 2 : 1) * kQ8ChunkBytes;
-    lane_scales_stride = chunks * kQ8ChunkLanes;
-    group_sums_stride = w.cols / w.group_cols + kQ8ChunkLanes;
-    codes.assign(static_cast<size_t>(m * codes_stride), 0);
-    lane_scales.assign(static_cast<size_t>(m * lane_scales_stride), 0.0f);
-    group_sums.assign(static_cast<size_t>(m * group_sums_stride), 0.0f);
-  }
-
-  // Quantizes row i of the batch, x[0, cols), into the panel.
-  void fill_row(const UniformWeightsView& w, int64_t i, const float* x, std::vector<int8_t>& q,
-                std::vector<float>& d) {
-    const int64_t cols = w.cols, chunk = q8_chunk_cols(w.bits), lane_cols = chunk / kQ8ChunkLanes;
-    quantize_q8_row_fast(x, cols, q.data(), d.data());
-    int8_t* row_codes = codes.data() + i * codes_stride;
-    if (w.bits == 4) {
-      for (int64_t k0 = 0; k0 < cols; k0 += chunk) {  // chunk c: even columns at 128 c, odd at 128 c + 64
-        int8_t* even = row_codes + k0 * 2 * kQ8ChunkBytes / chunk;
-        int8_t* odd = even + kQ8ChunkBytes;
-        const int64_t pairs = std::min(chunk, cols - k0) / 2;  // cols is even here (a multiple of 8)
-        for (int64_t j = 0; j < pairs; ++j) {
-          even[j] = q[static_cast<size_t>(k0 + 2 * j)];
-          odd[j] = q[static_cast<size_t>(k0 + 2 * j + 1)];
-        }
-      }
-    } else {
-      std::copy(q.begin(), q.begin() + cols, row_codes);
-    }
-    float* lanes = lane_scales.data() + i * lane_scales_stride;
-    for (int64_t l = 0; l * lane_cols < cols; ++l) lanes[l] = d[static_cast<size_t>(l * lane_cols / kQ8BlockCols)];
-    float* sums = group_sums.data() + i * group_sums_stride;
-    for (int64_t g = 0; g < cols / w.group_cols; ++g) {
-      double sum = 0.0;
-      for (int64_t b = g * w.group_cols / kQ8BlockCols; b * kQ8BlockCols < (g + 1) * w.group_cols; ++b) {
-        int64_t codes_sum = 0;
-        for (int64_t k = b * kQ8BlockCols; k < std::min(cols, (b + 1) * kQ8BlockCols); ++k)
-          codes_sum += q[static_cast<size_t>(k)];
-        sum += static_cast<double>(d[static_cast<size_t>(b)]) * static_cast<double>(codes_sum);
-      }
-      sums[g] = static_cast<float>(sum);
-    }
-  }
-};
 
 }  // namespace
 
@@ -119,6 +69,49 @@ void quantize_q8_row_fast(const float* x, int64_t cols, int8_t* q, float* d) {
     quantize_q8_row_avx512(x, cols, q, d);
   else
     quantize_q8_row(x, cols, q, d);
+}
+
+Q8Panel::Q8Panel(const UniformWeightsView& w, int64_t m) {
+  const int64_t chunks = (w.cols + q8_chunk_cols(w.bits) - 1) / q8_chunk_cols(w.bits);
+  codes_stride = chunks * (w.bits == 4 ? 2 : 1) * kQ8ChunkBytes;
+  lane_scales_stride = chunks * kQ8ChunkLanes;
+  group_sums_stride = w.cols / w.group_cols + kQ8ChunkLanes;
+  codes.assign(static_cast<size_t>(m * codes_stride), 0);
+  lane_scales.assign(static_cast<size_t>(m * lane_scales_stride), 0.0f);
+  group_sums.assign(static_cast<size_t>(m * group_sums_stride), 0.0f);
+}
+
+void Q8Panel::fill_row(const UniformWeightsView& w, int64_t i, const float* x, std::vector<int8_t>& q,
+                       std::vector<float>& d) {
+  const int64_t cols = w.cols, chunk = q8_chunk_cols(w.bits), lane_cols = chunk / kQ8ChunkLanes;
+  quantize_q8_row_fast(x, cols, q.data(), d.data());
+  int8_t* row_codes = codes.data() + i * codes_stride;
+  if (w.bits == 4) {
+    for (int64_t k0 = 0; k0 < cols; k0 += chunk) {  // chunk c: even columns at 128 c, odd at 128 c + 64
+      int8_t* even = row_codes + k0 * 2 * kQ8ChunkBytes / chunk;
+      int8_t* odd = even + kQ8ChunkBytes;
+      const int64_t pairs = std::min(chunk, cols - k0) / 2;  // cols is even here (a multiple of 8)
+      for (int64_t j = 0; j < pairs; ++j) {
+        even[j] = q[static_cast<size_t>(k0 + 2 * j)];
+        odd[j] = q[static_cast<size_t>(k0 + 2 * j + 1)];
+      }
+    }
+  } else {
+    std::copy(q.begin(), q.begin() + cols, row_codes);
+  }
+  float* lanes = lane_scales.data() + i * lane_scales_stride;
+  for (int64_t l = 0; l * lane_cols < cols; ++l) lanes[l] = d[static_cast<size_t>(l * lane_cols / kQ8BlockCols)];
+  float* sums = group_sums.data() + i * group_sums_stride;
+  for (int64_t g = 0; g < cols / w.group_cols; ++g) {
+    double sum = 0.0;
+    for (int64_t b = g * w.group_cols / kQ8BlockCols; b * kQ8BlockCols < (g + 1) * w.group_cols; ++b) {
+      int64_t codes_sum = 0;
+      for (int64_t k = b * kQ8BlockCols; k < std::min(cols, (b + 1) * kQ8BlockCols); ++k)
+        codes_sum += q[static_cast<size_t>(k)];
+      sum += static_cast<double>(d[static_cast<size_t>(b)]) * static_cast<double>(codes_sum);
+    }
+    sums[g] = static_cast<float>(sum);
+  }
 }
 
 bool uniform_q8_supported(const UniformWeightsView& w, CpuIsa isa) {

@@ -1,0 +1,129 @@
+// lut_gemv_q8: the int8 centroid tables, the scalar spec, and the dispatcher (the activation
+// panel of q8_panel.h, a LUT row being one group, and the OpenMP split over output rows).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "common/half.h"
+#include "runtime/cpu/gemv_batches.h"
+#include "runtime/cpu/int8_kernels.h"  // cpu_has_avx512_vnni
+#include "runtime/cpu/lut_q8_isa.h"
+#include "runtime/cpu/lut_q8_kernels.h"
+#include "runtime/cpu/packed_code.h"
+#include "runtime/cpu/q8_panel.h"
+#include "runtime/cpu/uniform_q8_kernels.h"
+
+namespace fsq::cpu {
+namespace {
+
+constexpr int64_t kParallelMinWeights = int64_t{1} << 16;  // as lut_gemv
+constexpr int kTableBias = 128;
+
+int64_t q8_blocks(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCols; }
+
+// The q8 panel's view of a LUT matrix: 4-bit codes, one group per row.
+UniformWeightsView panel_view(const LutWeightsView& w) {
+  UniformWeightsView v;
+  v.rows = w.rows;
+  v.cols = w.cols;
+  v.bits = 4;
+  v.group_cols = w.cols;
+  return v;
+}
+
+bool check_call(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
+                const float* y, int64_t y_stride) {
+  if (check_lut_view(w) != KernelStatus::Ok || t.tables == nullptr || t.scales == nullptr) return false;
+  return m >= 0 && (m == 0 || (x != nullptr && y != nullptr)) && x_stride >= w.cols && y_stride >= w.rows;
+}
+
+}  // namespace
+
+void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales) {
+  const int64_t levels = int64_t{1} << w.bits;
+  for (int64_t n = 0; n < w.rows; ++n) {
+    float c[16] = {}, top = 0.0f, poison = 0.0f;
+    for (int64_t j = 0; j < levels; ++j) {
+      c[j] = f16_to_f32(w.lut[n * levels + j]);
+      top = std::max(top, std::fabs(c[j]));
+      poison += c[j] * 0.0f;
+    }
+    const float s = poison == 0.0f ? top / 127.0f : NAN;
+    scales[n] = s;
+    for (int64_t j = 0; j < 16; ++j) {
+      // A 3-bit table repeats its 8 entries (codes never reach the upper half).
+      const float v = s > 0.0f ? std::nearbyint(c[j % levels] / s) : 0.0f;
+      tables[n * 16 + j] = static_cast<uint8_t>(static_cast<int>(std::clamp(v, -127.0f, 127.0f)) + kTableBias);
+    }
+  }
+}
+
+bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa) {
+  return check_lut_view(w) == KernelStatus::Ok && w.bits == 4 && w.cols % 8 == 0 && isa == CpuIsa::Avx512 &&
+         cpu_supports(isa) && cpu_has_avx512_vnni();
+}
+
+KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m,
+                                   int64_t x_stride, float* y, int64_t y_stride) {
+  if (!check_call(w, t, x, m, x_stride, y, y_stride) || check_lut_sparse(w) != KernelStatus::Ok)
+    return KernelStatus::InvalidArgument;
+  std::vector<int8_t> q(static_cast<size_t>(w.cols));
+  std::vector<float> d(static_cast<size_t>(q8_blocks(w.cols)));
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x + i * x_stride;
+    quantize_q8_row(xi, w.cols, q.data(), d.data());
+    for (int64_t n = 0; n < w.rows; ++n) {
+      const uint32_t* codes = w.words + n * w.words_per_row;
+      double dense = 0.0;
+      for (int64_t b = 0; b < q8_blocks(w.cols); ++b) {
+        int64_t dot = 0;
+        for (int64_t k = b * kQ8BlockCols; k < std::min(w.cols, (b + 1) * kQ8BlockCols); ++k)
+          dot += (int64_t{t.tables[n * 16 + packed_code(codes, k, w.bits)]} - kTableBias) * q[static_cast<size_t>(k)];
+        dense += static_cast<double>(d[static_cast<size_t>(b)]) * static_cast<double>(dot);
+      }
+      double sum = static_cast<double>(t.scales[n]) * dense;
+      if (w.row_ptr != nullptr)
+        for (int64_t e = w.row_ptr[n]; e < w.row_ptr[n + 1]; ++e) {
+          const int64_t k = w.col_type == LutColType::U16 ? static_cast<const uint16_t*>(w.col)[e]
+                                                          : static_cast<const int32_t*>(w.col)[e];
+          sum += static_cast<double>(xi[k]) * static_cast<double>(f16_to_f32(w.val[e]));
+        }
+      y[i * y_stride + n] = static_cast<float>(sum);
+    }
+  }
+  return KernelStatus::Ok;
+}
+
+KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
+                         float* y, int64_t y_stride, CpuIsa isa) {
+  if (!check_call(w, t, x, m, x_stride, y, y_stride) || w.bits != 4 || w.cols % 8 != 0)
+    return KernelStatus::InvalidArgument;
+  if (!lut_q8_supported(w, isa)) return KernelStatus::IsaUnavailable;
+  const UniformWeightsView pv = panel_view(w);
+  std::vector<int8_t> q(static_cast<size_t>(w.cols));
+  std::vector<float> d(static_cast<size_t>(q8_blocks(w.cols)));
+  Q8Panel panel(pv, std::min(m, kMaxGemvRows));
+  for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
+    LutQ8Batch batch;
+    batch.w = &w;
+    batch.t = &t;
+    batch.m = std::min(kMaxGemvRows, m - i0);
+    for (int64_t i = 0; i < batch.m; ++i) panel.fill_row(pv, i, x + (i0 + i) * x_stride, q, d);
+    batch.codes = panel.codes.data();
+    batch.codes_stride = panel.codes_stride;
+    batch.lane_scales = panel.lane_scales.data();
+    batch.lane_scales_stride = panel.lane_scales_stride;
+    batch.row_sums = panel.group_sums.data();
+    batch.row_sums_stride = panel.group_sums_stride;
+    batch.x = x + i0 * x_stride;
+    batch.x_stride = x_stride;
+    batch.y = y + i0 * y_stride;
+    batch.y_stride = y_stride;
+    for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kParallelMinWeights,
+                         [&](int64_t row0, int64_t row1) { lut_q8_rows_avx512vnni(batch, row0, row1); });
+  }
+  return KernelStatus::Ok;
+}
+
+}  // namespace fsq::cpu

@@ -1,0 +1,32 @@
+// The AVX-512 VNNI half of lut_gemv_q8 (lut_q8_kernels.h), called by its dispatcher
+// (lut_q8_gemv.cpp) with arguments it has already checked. Follows uniform_isa.h's rules.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/cpu/lut_q8_kernels.h"
+
+namespace fsq::cpu {
+
+// One batch of at most kMaxGemvRows activation rows, in the q8 panel of q8_panel.h (a LUT
+// row is one group: row_sums[i * stride] = sum_b d[b] * sum of the block's codes).
+struct LutQ8Batch {
+  const LutWeightsView* w = nullptr;
+  const LutQ8Tables* t = nullptr;
+  int64_t m = 0;
+  const int8_t* codes = nullptr;
+  int64_t codes_stride = 0;
+  const float* lane_scales = nullptr;
+  int64_t lane_scales_stride = 0;
+  const float* row_sums = nullptr;
+  int64_t row_sums_stride = 0;
+  const float* x = nullptr;  // the batch's rows of x as given: the CSR part reads them
+  int64_t x_stride = 0;
+  float* y = nullptr;  // [m, rows], row stride y_stride
+  int64_t y_stride = 0;
+};
+
+// Computes y[i, n] for every i < batch.m and n in [row0, row1).
+void lut_q8_rows_avx512vnni(const LutQ8Batch& batch, int64_t row0, int64_t row1);
+
+}  // namespace fsq::cpu

@@ -1,0 +1,46 @@
+// Decode GEMV for 4-bit LUT (SqueezeLLM) weights on int8 activations, the LUT counterpart of
+// uniform_gemv_q8: x is quantized to int8 per block of 32 columns (quantize_q8_row) and each
+// row's 16 centroids to int8 with one scale per row, so that a 64-byte chunk of codes is
+// looked up by two vpshufb (the 16-entry table fits one 128-bit lane) and multiplied by two
+// vpdpbusd. The float GEMV (lut_gemv) spends a vpermps, a shift and an FMA per 16 codes and
+// runs one core at about 70 % of its read rate; this needs a sixteenth of the lookups.
+//
+// It changes the numerics (x and the centroids rounded to 8 bits), so it is opt-in per
+// linear (LutLinear::set_int8_decode, on by default in the decode fast path as for uniform
+// types); lut_gemv stays the exact path. The CSR part is added in float from x itself, as
+// lut_gemv adds it.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/cpu/lut_kernels.h"
+
+namespace fsq::cpu {
+
+// Row n's centroids as int8: t[n, j] = round-to-nearest-even(c[n, j] / s[n]) with
+// s[n] = max_j |c[n, j]| / 127 (t = 0 when s is 0), stored biased to unsigned (t + 128, what
+// vpdpbusd takes): tables[n * 16 + j]. Non-finite centroids make s[n] NaN (outputs NaN).
+struct LutQ8Tables {
+  const uint8_t* tables = nullptr;  // [rows, 16]
+  const float* scales = nullptr;    // [rows]
+};
+void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales);
+
+// 4-bit codes, cols a multiple of 8 and a CPU with AVX-512 VNNI (isa Avx512).
+bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa);
+
+// The spec: y[i, n] = s[n] * sum_b d_i[b] * sum_{k in b} t[n, q[n, k]] * xq_i[k] + the CSR
+// part sum_e x[i, col_e] * val_e, summed in double and rounded to float, with
+// xq_i, d_i = quantize_q8_row(x[i]). Any 3- or 4-bit view, no ISA needed.
+KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m,
+                                   int64_t x_stride, float* y, int64_t y_stride);
+
+// The fast path: the dense sums in float per chunk of 128 columns (exact int32 dot products
+// scaled by each lane's d), the row's bias of 128 removed once, then times s[n]; the CSR
+// part as lut_gemv adds it. Batches of up to kMaxGemvRows rows of x share one pass over the
+// weights; parallel over output rows, each output computed by one thread in a fixed order.
+// InvalidArgument when the call or the layout is unsupported, IsaUnavailable without VNNI.
+KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
+                         float* y, int64_t y_stride, CpuIsa isa);
+
+}  // namespace fsq::cpu
