@@ -357,6 +357,10 @@ std::map<std::string, int64_t> LlamaModel::matmul_kinds() const {
   for (const DecoderLayer& layer : layers_)
     for (const auto& spec : arch_->linears) {
       std::string kind = without_shape(layer.linear(spec.role)->describe());
+      // LUT linears name their nonzero count ("lut4 squeezellm, 1490 sparse"): one kind per
+      // type, not one per count.
+      if (const size_t comma = kind.rfind(", "); comma != std::string::npos && kind.ends_with(" sparse"))
+        kind = kind.substr(0, comma) + " + sparse part";
       // The integer path runs the same int8 weights, on int8 inputs from integer ops.
       if (intonly_) kind = kind.substr(0, kind.find(',')) + ", integer-only: int8 matmul, int32 requantized";
       kinds[kind] += 1;

@@ -92,9 +92,14 @@ TEST_F(CliQuantizeSqueezeLlm, FisherAndSparsePartEachLowerTheKlAtThreeBits) {
 
 TEST_F(CliQuantizeSqueezeLlm, FourBitsBeatsThreeBits) {
   FSQ_REQUIRE_STORIES260K();
-  const Quality four = evaluate(squeezellm("sq4", 4, {"--calib", fisher_file().string()}));
+  const fs::path sq4 = squeezellm("sq4", 4, {"--calib", fisher_file().string()});
+  const Quality four = evaluate(sq4);
   const Quality three = evaluate(squeezellm("sq3", 3, {"--calib", fisher_file().string()}));
   std::printf("KL Fisher + sparse: 4 bits %.4f, 3 bits %.4f\n", four.kl, three.kl);
+  // The report counts the LUT linears as one kind, whatever each one's nonzero count.
+  const nlohmann::json report = read_json(sq4.string() + ".eval.json");
+  EXPECT_EQ(report["model"]["matmuls"].value("lut4 squeezellm + sparse part", int64_t{0}), 5 * 7)
+      << report["model"]["matmuls"];
   EXPECT_LT(four.kl, three.kl);
   EXPECT_LE(four.kl, kRegressionSlack * kRecordedSparse4);
   EXPECT_GT(four.top1, three.top1);
