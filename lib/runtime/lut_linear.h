@@ -54,8 +54,8 @@ class LutLinear final : public Linear {
   cpu::LutWeightsView weights_view() const;
   // Asks forward_rows (the decode fast path) to quantize x and the centroids to int8 and
   // multiply in integers (cpu::lut_gemv_q8). It does so only where that kernel supports this
-  // matrix on this CPU (4-bit, AVX-512 VNNI); int8_decode() says whether it does. forward()
-  // stays exact.
+  // matrix on this CPU (AVX-512 VNNI; 3-bit codes also VBMI); int8_decode() says whether it
+  // does. forward() stays exact.
   void set_int8_decode(bool on);
   bool int8_decode() const { return int8_decode_; }
 

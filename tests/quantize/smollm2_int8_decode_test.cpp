@@ -87,32 +87,45 @@ TEST(SmolLM2Int8Decode, KlAgainstExactDecodeIsSmall) {
   EXPECT_GE(a.top1, kMinTop1);
 }
 
-// The same for 4-bit SqueezeLLM LUTs (cpu::lut_gemv_q8: int8 activations and int8
-// centroids per row), unweighted k-means with the 0.40 % outliers sparse (no Fisher pass
-// needed; the CSR part stays in f32). Measured here: mean KL 0.0052, top-1 123 of 128
-// (AVX-512 VNNI, 2 threads); the same bounds as the uniform type's.
+// The same for SqueezeLLM LUTs at 4 and 3 bits (cpu::lut_gemv_q8: int8 activations and
+// int8 centroids per row), unweighted k-means with the 0.40 % outliers sparse (no Fisher
+// pass needed; the CSR part stays in f32). Measured here (AVX-512 VNNI + VBMI, 2 threads):
+// 4-bit mean KL 0.0052, top-1 123 of 128, within the uniform type's bounds; 3-bit 0.0118,
+// 118 of 128. The unweighted 3-bit model is far from the f32 one (KL ~3 on TinyStories) and
+// its flat logits amplify any perturbation, hence its own bounds; the same comparison on the
+// quality table's Fisher + GPTQ checkpoints gave 0.0043 / 126 of 128 (4-bit) and 0.0039 /
+// 123 of 128 (3-bit).
+constexpr double kMaxMeanKlUnweighted3 = 0.03;
+constexpr double kMinTop1Unweighted3 = 0.85;
+
 TEST(SmolLM2Int8Decode, LutKlAgainstExactDecodeIsSmall) {
   FSQ_REQUIRE_FIXTURE(testing::smollm2_hf(), testing::kHowToFetchSmolLM2);
   FSQ_REQUIRE_FIXTURE(testing::tinystories_val(), testing::kHowToStageShared);
   set_threads(2);
   const testing::TempDir dir("fsq-int8-decode-lut");
-  QuantizeConfig cfg;
-  cfg.model = testing::smollm2_hf();
-  cfg.out = dir / "lut4";
-  cfg.method = "squeezellm";
-  cfg.quant.bits = 4;
-  cfg.lut.weighted = false;
-  cfg.lut.sensitive_pct = 0.0;
-  run_quantize(cfg, [](const std::string&) {});
-  const DecodeAgreement a = int8_vs_exact_decode(cfg);
-  if (a.skipped) GTEST_SKIP() << "no int8-activation LUT kernel on this CPU (it needs AVX-512 VNNI)";
-  std::printf("SmolLM2-135M squeezellm lut4 (unweighted, 0.40 %% sparse)+head w8g64s, %ld TinyStories decode steps: "
-              "int8 vs f32 activations mean KL %.6f, top-1 agreement %.4f\n",
-              static_cast<long>(kSteps), a.mean_kl, a.top1);
-  RecordProperty("mean_kl", std::to_string(a.mean_kl));
-  RecordProperty("top1_agreement", std::to_string(a.top1));
-  EXPECT_LE(a.mean_kl, kMaxMeanKl);
-  EXPECT_GE(a.top1, kMinTop1);
+  for (int bits : {4, 3}) {
+    QuantizeConfig cfg;
+    cfg.model = testing::smollm2_hf();
+    cfg.out = dir / ("lut" + std::to_string(bits));
+    cfg.method = "squeezellm";
+    cfg.quant.bits = bits;
+    cfg.lut.weighted = false;
+    cfg.lut.sensitive_pct = 0.0;
+    run_quantize(cfg, [](const std::string&) {});
+    const DecodeAgreement a = int8_vs_exact_decode(cfg);
+    if (a.skipped) {
+      std::printf("lut%d: no int8-activation LUT kernel on this CPU (it needs AVX-512 VNNI, and VBMI for 3 bits)\n",
+                  bits);
+      continue;
+    }
+    std::printf("SmolLM2-135M squeezellm lut%d (unweighted, 0.40 %% sparse)+head w8g64s, %ld TinyStories decode "
+                "steps: int8 vs f32 activations mean KL %.6f, top-1 agreement %.4f\n",
+                bits, static_cast<long>(kSteps), a.mean_kl, a.top1);
+    RecordProperty("mean_kl_lut" + std::to_string(bits), std::to_string(a.mean_kl));
+    RecordProperty("top1_agreement_lut" + std::to_string(bits), std::to_string(a.top1));
+    EXPECT_LE(a.mean_kl, bits == 3 ? kMaxMeanKlUnweighted3 : kMaxMeanKl) << bits << " bits";
+    EXPECT_GE(a.top1, bits == 3 ? kMinTop1Unweighted3 : kMinTop1) << bits << " bits";
+  }
 }
 
 }  // namespace

@@ -22,14 +22,20 @@ constexpr int kTableBias = 128;
 
 int64_t q8_blocks(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCols; }
 
-// The q8 panel's view of a LUT matrix: 4-bit codes, one group per row.
+// The q8 panel's view of a LUT matrix, one group per row: 4-bit codes are read as the
+// uniform 4-bit chunks (even, then odd columns), 3-bit ones in column order as 8-bit chunks.
 UniformWeightsView panel_view(const LutWeightsView& w) {
   UniformWeightsView v;
   v.rows = w.rows;
   v.cols = w.cols;
-  v.bits = 4;
+  v.bits = w.bits == 4 ? 4 : 8;
   v.group_cols = w.cols;
   return v;
+}
+
+bool cpu_has_avx512_vbmi() {
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
+  return vbmi;
 }
 
 bool check_call(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
@@ -60,8 +66,8 @@ void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scal
 }
 
 bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa) {
-  return check_lut_view(w) == KernelStatus::Ok && w.bits == 4 && w.cols % 8 == 0 && isa == CpuIsa::Avx512 &&
-         cpu_supports(isa) && cpu_has_avx512_vnni();
+  return check_lut_view(w) == KernelStatus::Ok && w.cols % 8 == 0 && isa == CpuIsa::Avx512 && cpu_supports(isa) &&
+         cpu_has_avx512_vnni() && (w.bits == 4 || cpu_has_avx512_vbmi());
 }
 
 KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m,
@@ -97,9 +103,9 @@ KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t
 
 KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
                          float* y, int64_t y_stride, CpuIsa isa) {
-  if (!check_call(w, t, x, m, x_stride, y, y_stride) || w.bits != 4 || w.cols % 8 != 0)
-    return KernelStatus::InvalidArgument;
+  if (!check_call(w, t, x, m, x_stride, y, y_stride) || w.cols % 8 != 0) return KernelStatus::InvalidArgument;
   if (!lut_q8_supported(w, isa)) return KernelStatus::IsaUnavailable;
+  const auto rows_fn = w.bits == 4 ? lut_q8_rows_avx512vnni : lut_q8_rows_avx512vbmi;
   const UniformWeightsView pv = panel_view(w);
   std::vector<int8_t> q(static_cast<size_t>(w.cols));
   std::vector<float> d(static_cast<size_t>(q8_blocks(w.cols)));
@@ -121,7 +127,7 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
     batch.y = y + i0 * y_stride;
     batch.y_stride = y_stride;
     for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kParallelMinWeights,
-                         [&](int64_t row0, int64_t row1) { lut_q8_rows_avx512vnni(batch, row0, row1); });
+                         [&](int64_t row0, int64_t row1) { rows_fn(batch, row0, row1); });
   }
   return KernelStatus::Ok;
 }

@@ -1,5 +1,5 @@
-// The AVX-512 VNNI half of lut_gemv_q8 (lut_q8_kernels.h), called by its dispatcher
-// (lut_q8_gemv.cpp) with arguments it has already checked. Follows uniform_isa.h's rules.
+// The AVX-512 halves of lut_gemv_q8 (lut_q8_kernels.h), called by its dispatcher
+// (lut_q8_gemv.cpp) with arguments it has already checked. Follow uniform_isa.h's rules.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,8 @@ struct LutQ8Batch {
   int64_t y_stride = 0;
 };
 
-// Computes y[i, n] for every i < batch.m and n in [row0, row1).
-void lut_q8_rows_avx512vnni(const LutQ8Batch& batch, int64_t row0, int64_t row1);
+// Compute y[i, n] for every i < batch.m and n in [row0, row1).
+void lut_q8_rows_avx512vnni(const LutQ8Batch& batch, int64_t row0, int64_t row1);  // 4-bit codes
+void lut_q8_rows_avx512vbmi(const LutQ8Batch& batch, int64_t row0, int64_t row1);  // 3-bit codes (VNNI + VBMI)
 
 }  // namespace fsq::cpu

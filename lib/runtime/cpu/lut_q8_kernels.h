@@ -1,9 +1,10 @@
-// Decode GEMV for 4-bit LUT (SqueezeLLM) weights on int8 activations, the LUT counterpart of
-// uniform_gemv_q8: x is quantized to int8 per block of 32 columns (quantize_q8_row) and each
-// row's 16 centroids to int8 with one scale per row, so that a 64-byte chunk of codes is
-// looked up by two vpshufb (the 16-entry table fits one 128-bit lane) and multiplied by two
-// vpdpbusd. The float GEMV (lut_gemv) spends a vpermps, a shift and an FMA per 16 codes and
-// runs one core at about 70 % of its read rate; this needs a sixteenth of the lookups.
+// Decode GEMV for 4- and 3-bit LUT (SqueezeLLM) weights on int8 activations, the LUT
+// counterpart of uniform_gemv_q8: x is quantized to int8 per block of 32 columns
+// (quantize_q8_row) and each row's centroids to int8 with one scale per row, so that 64
+// codes are looked up by one vpshufb (the 16-entry table fits one 128-bit lane; 3-bit codes
+// are first spread to bytes by vpermb + vpmultishiftqb) and multiplied by one vpdpbusd. The
+// float GEMV (lut_gemv) spends a vpermps, a shift and an FMA per 16 codes and runs one core
+// at about 70 % of its read rate.
 //
 // It changes the numerics (x and the centroids rounded to 8 bits), so it is opt-in per
 // linear (LutLinear::set_int8_decode, on by default in the decode fast path as for uniform
@@ -26,7 +27,7 @@ struct LutQ8Tables {
 };
 void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales);
 
-// 4-bit codes, cols a multiple of 8 and a CPU with AVX-512 VNNI (isa Avx512).
+// cols a multiple of 8 and a CPU with AVX-512 VNNI (isa Avx512), for 3-bit codes also VBMI.
 bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa);
 
 // The spec: y[i, n] = s[n] * sum_b d_i[b] * sum_{k in b} t[n, q[n, k]] * xq_i[k] + the CSR

@@ -1,9 +1,11 @@
-// lut_gemv_q8 (4-bit LUT weights on int8 activations) against its spec and against the exact
+// lut_gemv_q8 (3- and 4-bit LUT weights on int8 activations) against its spec and the exact
 // float product: the int8 tables round each centroid to its row's grid; the AVX-512 VNNI
 // kernel stays within float-rounding bounds of the double reference on odd shapes, batch
 // sizes 1..9 and 17, dense and with CSR parts (16- and 32-bit columns), without writing
 // outside its output; the reference stays within the bound that rounding x and the
 // centroids to 8 bits implies of the exact product; any thread count gives the same bits.
+#include "runtime/cpu/lut_q8_kernels.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -17,7 +19,6 @@
 #include "common/half.h"
 #include "formats/quant/bitpack.h"
 #include "runtime/cpu/int8_kernels.h"
-#include "runtime/cpu/lut_q8_kernels.h"
 #include "runtime/cpu/uniform_q8_kernels.h"
 #include "uniform_test_support.h"
 
@@ -28,9 +29,10 @@ using cpu::KernelStatus;
 using cpu::LutColType;
 constexpr double kU = 0x1p-24;  // float's unit roundoff
 
-// A random 4-bit LUT matrix, packed, with its int8 tables; CSR part (when asked) about 3 %
-// of each row but the first.
+// A random LUT matrix, packed, with its int8 tables; CSR part (when asked) about 3 % of each
+// row but the first.
 struct Q8Lut {
+  int bits;
   int64_t rows, cols;
   std::vector<uint8_t> codes;
   std::vector<uint32_t> words;
@@ -40,14 +42,14 @@ struct Q8Lut {
   std::vector<uint8_t> tables;
   std::vector<float> scales;
 
-  Q8Lut(int64_t r, int64_t c, int sparse_bits, uint32_t seed) : rows(r), cols(c) {
+  Q8Lut(int b, int64_t r, int64_t c, int sparse_bits, uint32_t seed) : bits(b), rows(r), cols(c) {
     std::mt19937 rng(seed);
-    std::uniform_int_distribution<int> code(0, 15);
+    std::uniform_int_distribution<int> code(0, (1 << bits) - 1);
     std::normal_distribution<float> centroid(0.0f, 0.05f), correction(0.0f, 0.2f);
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     for (int64_t j = 0; j < rows * cols; ++j) codes.push_back(static_cast<uint8_t>(code(rng)));
-    for (int64_t j = 0; j < rows * 16; ++j) lut.push_back(f32_to_f16(centroid(rng)));
-    words = pack_rows(codes, rows, cols, 4);
+    for (int64_t j = 0; j < rows << bits; ++j) lut.push_back(f32_to_f16(centroid(rng)));
+    words = pack_rows(codes, rows, cols, bits);
     if (sparse_bits != 0) {
       col_type = sparse_bits == 16 ? LutColType::U16 : LutColType::I32;
       row_ptr.push_back(0);
@@ -70,8 +72,8 @@ struct Q8Lut {
     v.words = words.data();
     v.rows = rows;
     v.cols = cols;
-    v.words_per_row = packed_words_per_row(4, cols);
-    v.bits = 4;
+    v.words_per_row = packed_words_per_row(bits, cols);
+    v.bits = bits;
     v.lut = lut.data();
     if (!row_ptr.empty()) {
       v.row_ptr = row_ptr.data();
@@ -84,7 +86,7 @@ struct Q8Lut {
   }
   cpu::LutQ8Tables q8() const { return {tables.data(), scales.data()}; }
   float centroid(int64_t n, int64_t k) const {
-    return f16_to_f32(lut[static_cast<size_t>(n * 16 + codes[static_cast<size_t>(n * cols + k)])]);
+    return f16_to_f32(lut[static_cast<size_t>((n << bits) + codes[static_cast<size_t>(n * cols + k)])]);
   }
   // sum over row n's nonzeros of |x[k] * value|, and their count.
   double sparse_magnitude(int64_t n, const float* x) const {
@@ -124,7 +126,7 @@ double kernel_bound(const Q8Lut& w, const QuantizedRow& xq, const float* x, int6
     a += w.tables[static_cast<size_t>(n * 16 + w.codes[static_cast<size_t>(n * w.cols + k)])] * q;
     b += 128.0 * q;
   }
-  const double chunks = static_cast<double>((w.cols + 127) / 128);
+  const double chunks = static_cast<double>((w.cols + 63) / 64);  // 3-bit chunks: 64 columns
   return (chunks + 8) * kU * w.scales[static_cast<size_t>(n)] * (a + b) +
          static_cast<double>(w.nnz(n) + 5) * kU * w.sparse_magnitude(n, x) + kU * std::fabs(static_cast<double>(ref));
 }
@@ -147,28 +149,33 @@ double quantization_bound(const Q8Lut& w, const QuantizedRow& xq, const float* x
 }
 
 TEST(LutQ8Tables, EachCentroidRoundsToItsRowsGrid) {
-  const Q8Lut w(5, 64, 0, 3);
-  for (int64_t n = 0; n < w.rows; ++n) {
-    float top = 0.0f;
-    for (int j = 0; j < 16; ++j) top = std::max(top, std::fabs(f16_to_f32(w.lut[static_cast<size_t>(n * 16 + j)])));
-    ASSERT_EQ(w.scales[static_cast<size_t>(n)], top / 127.0f);
-    for (int j = 0; j < 16; ++j) {
-      const double c = f16_to_f32(w.lut[static_cast<size_t>(n * 16 + j)]);
-      const int t = w.tables[static_cast<size_t>(n * 16 + j)] - 128;
-      ASSERT_LE(std::abs(t), 127);
-      // Nearest grid point: within half a step (plus the division's rounding).
-      EXPECT_LE(std::fabs(c - t * static_cast<double>(w.scales[static_cast<size_t>(n)])),
-                w.scales[static_cast<size_t>(n)] * (0.5 + 1e-6))
-          << "row " << n << " entry " << j;
+  for (int bits : {3, 4}) {
+    const Q8Lut w(bits, 5, 64, 0, 3);
+    const int levels = 1 << bits;
+    for (int64_t n = 0; n < w.rows; ++n) {
+      float top = 0.0f;
+      for (int j = 0; j < levels; ++j)
+        top = std::max(top, std::fabs(f16_to_f32(w.lut[static_cast<size_t>(n * levels + j)])));
+      ASSERT_EQ(w.scales[static_cast<size_t>(n)], top / 127.0f);
+      for (int j = 0; j < 16; ++j) {  // a 3-bit table repeats its 8 entries
+        const double c = f16_to_f32(w.lut[static_cast<size_t>(n * levels + j % levels)]);
+        const int t = w.tables[static_cast<size_t>(n * 16 + j)] - 128;
+        ASSERT_LE(std::abs(t), 127);
+        // Nearest grid point: within half a step (plus the division's rounding).
+        EXPECT_LE(std::fabs(c - t * static_cast<double>(w.scales[static_cast<size_t>(n)])),
+                  w.scales[static_cast<size_t>(n)] * (0.5 + 1e-6))
+            << "row " << n << " entry " << j;
+      }
     }
   }
 }
 
-TEST(LutQ8Kernels, SupportedOnlyForFourBitCodesOnWholeLanes) {
-  Q8Lut w(3, 64, 0, 4);
+TEST(LutQ8Kernels, SupportedOnlyOnAvx512VnniAndWholeLanes) {
+  Q8Lut w(4, 3, 64, 0, 4);
   cpu::LutWeightsView v = w.view();
   EXPECT_EQ(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx2), false);
-  EXPECT_EQ(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx512), cpu::cpu_supports(cpu::CpuIsa::Avx512) && cpu::cpu_has_avx512_vnni());
+  EXPECT_EQ(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx512),
+            cpu::cpu_supports(cpu::CpuIsa::Avx512) && cpu::cpu_has_avx512_vnni());
   v.cols = 60;  // not a multiple of 8
   v.words_per_row = packed_words_per_row(4, 60);
   EXPECT_FALSE(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx512));
@@ -189,56 +196,65 @@ class LutQ8KernelsVnni : public ::testing::Test {
 // 4496; 1, 3, 4, 5 and 17 rows (blocks of 4, 2 and 1 rows, and what is left of them).
 TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundOfExact) {
   uint32_t seed = 10;
-  for (int sparse_bits : {0, 16, 32})
-    for (int64_t rows : {1, 3, 4, 5, 17})
-      for (int64_t cols : {8, 64, 120, 128, 576, 1000, 4496}) {
-        const Q8Lut w(rows, cols, sparse_bits, ++seed);
-        const int64_t max_m = 2 * cpu::kMaxGemvRows + 1, x_stride = cols + test::kXPadding;
-        const std::vector<float> x = test::activations(max_m, cols, x_stride, seed);
-        std::vector<float> ref(static_cast<size_t>(max_m * rows)), exact(ref.size());
-        ASSERT_EQ(cpu::lut_gemv_q8_reference(w.view(), w.q8(), x.data(), max_m, x_stride, ref.data(), rows),
-                  KernelStatus::Ok);
-        ASSERT_EQ(cpu::lut_matmul_reference(w.view(), x.data(), max_m, x_stride, exact.data(), rows), KernelStatus::Ok);
-        for (int64_t m = 1; m <= max_m; m = m == cpu::kMaxGemvRows + 1 ? max_m : m + 1) {
-          SCOPED_TRACE("[" + std::to_string(rows) + " x " + std::to_string(cols) + "] csr " + std::to_string(sparse_bits) +
-                       " m=" + std::to_string(m));
-          test::GuardedOutput y(m, rows, rows + test::kYPadding);
-          ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, x_stride, y.data(), y.stride(), cpu::CpuIsa::Avx512),
+  for (int bits : {4, 3})
+    for (int sparse_bits : {0, 16, 32})
+      for (int64_t rows : {1, 3, 4, 5, 17})
+        for (int64_t cols : {8, 64, 120, 128, 576, 1000, 4496}) {
+          const Q8Lut w(bits, rows, cols, sparse_bits, ++seed);
+          if (!cpu::lut_q8_supported(w.view(), cpu::CpuIsa::Avx512)) {
+            ASSERT_EQ(bits, 3) << "4-bit codes need only VNNI";
+            continue;  // 3-bit codes also need VBMI
+          }
+          const int64_t max_m = 2 * cpu::kMaxGemvRows + 1, x_stride = cols + test::kXPadding;
+          const std::vector<float> x = test::activations(max_m, cols, x_stride, seed);
+          std::vector<float> ref(static_cast<size_t>(max_m * rows)), exact(ref.size());
+          ASSERT_EQ(cpu::lut_gemv_q8_reference(w.view(), w.q8(), x.data(), max_m, x_stride, ref.data(), rows),
                     KernelStatus::Ok);
-          ASSERT_TRUE(y.guards_intact());
-          for (int64_t i = 0; i < m; ++i) {
-            const float* xi = x.data() + i * x_stride;
-            const QuantizedRow xq(xi, cols);
-            for (int64_t n = 0; n < rows; ++n) {
-              const float r = ref[static_cast<size_t>(i * rows + n)], got = y.at(i, n);
-              ASSERT_LE(std::fabs(static_cast<double>(got) - r), kernel_bound(w, xq, xi, n, r))
-                  << "y[" << i << ", " << n << "] = " << got << ", reference " << r;
-              if (m == 1) {
-                const double e = exact[static_cast<size_t>(i * rows + n)];
-                ASSERT_LE(std::fabs(static_cast<double>(r) - e), quantization_bound(w, xq, xi, n, r, e))
-                    << "reference " << r << " vs exact " << e;
+          ASSERT_EQ(cpu::lut_matmul_reference(w.view(), x.data(), max_m, x_stride, exact.data(), rows),
+                    KernelStatus::Ok);
+          for (int64_t m = 1; m <= max_m; m = m == cpu::kMaxGemvRows + 1 ? max_m : m + 1) {
+            SCOPED_TRACE("lut" + std::to_string(bits) + " [" + std::to_string(rows) + " x " + std::to_string(cols) +
+                         "] csr " + std::to_string(sparse_bits) + " m=" + std::to_string(m));
+            test::GuardedOutput y(m, rows, rows + test::kYPadding);
+            ASSERT_EQ(
+                cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, x_stride, y.data(), y.stride(), cpu::CpuIsa::Avx512),
+                KernelStatus::Ok);
+            ASSERT_TRUE(y.guards_intact());
+            for (int64_t i = 0; i < m; ++i) {
+              const float* xi = x.data() + i * x_stride;
+              const QuantizedRow xq(xi, cols);
+              for (int64_t n = 0; n < rows; ++n) {
+                const float r = ref[static_cast<size_t>(i * rows + n)], got = y.at(i, n);
+                ASSERT_LE(std::fabs(static_cast<double>(got) - r), kernel_bound(w, xq, xi, n, r))
+                    << "y[" << i << ", " << n << "] = " << got << ", reference " << r;
+                if (m == 1) {
+                  const double e = exact[static_cast<size_t>(i * rows + n)];
+                  ASSERT_LE(std::fabs(static_cast<double>(r) - e), quantization_bound(w, xq, xi, n, r, e))
+                      << "reference " << r << " vs exact " << e;
+                }
               }
             }
           }
         }
-      }
 }
 
 TEST_F(LutQ8KernelsVnni, GemvIsBitIdenticalOnAnyThreadCount) {
-  const Q8Lut w(301, 576, 32, 91);
   const int saved = omp_get_max_threads();
-  for (int64_t m : {int64_t{1}, int64_t{5}}) {
-    const std::vector<float> x = test::activations(m, w.cols, w.cols, 13);
-    std::vector<std::vector<float>> y;
-    for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
-      y.emplace_back(static_cast<size_t>(m * w.rows));
-      ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, w.cols, y.back().data(), w.rows, cpu::CpuIsa::Avx512),
-                KernelStatus::Ok);
+  for (int bits : {4, 3})
+    for (int64_t m : {int64_t{1}, int64_t{5}}) {
+      const Q8Lut w(bits, 301, 576, 32, 91);
+      if (!cpu::lut_q8_supported(w.view(), cpu::CpuIsa::Avx512)) continue;  // 3-bit without VBMI
+      const std::vector<float> x = test::activations(m, w.cols, w.cols, 13);
+      std::vector<std::vector<float>> y;
+      for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        y.emplace_back(static_cast<size_t>(m * w.rows));
+        ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, w.cols, y.back().data(), w.rows, cpu::CpuIsa::Avx512),
+                  KernelStatus::Ok);
+      }
+      EXPECT_EQ(y[0], y[1]);
+      EXPECT_EQ(y[0], y[2]);
     }
-    EXPECT_EQ(y[0], y[1]);
-    EXPECT_EQ(y[0], y[2]);
-  }
   omp_set_num_threads(saved);
 }
 

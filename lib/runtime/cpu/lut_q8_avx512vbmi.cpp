@@ -1,0 +1,32 @@
+// AVX-512 VNNI + VBMI half of lut_gemv_q8 for 3-bit codes (lut_q8_isa.h; the loop is in
+// lut_q8_loops.h). Compiled with the AVX-512 flags, -mavx512vnni and -mavx512vbmi
+// (lib/runtime/CMakeLists.txt); called only when the CPU has both. Keep the includes
+// minimal (uniform_isa.h says why).
+//
+// A chunk is 24 code bytes, 64 columns in order: vpermb gives qword j the 3 bytes of codes
+// 8j .. 8j + 7, vpmultishiftqb moves code 8j + k to byte k of it (bits 3k .. 3k + 7), and
+// after masking to 3 bits one vpshufb looks them up in the row's table.
+#include "runtime/cpu/lut_q8_loops.h"
+
+namespace fsq::cpu {
+namespace {
+
+struct Codes3 {
+  static constexpr int kBits = 3, kDots = 1;
+  static constexpr int64_t kChunkCols = 64;
+  __attribute__((always_inline)) static void decode(const uint8_t* p, int64_t bytes, __m512i table, __m512i* u) {
+    // Qword j: bytes 3j, 3j + 1, 3j + 2 (and 3j + 2 again, unused) in its low dword.
+    const __m512i spread = _mm512_set_epi64(0x17171615, 0x14141312, 0x1111100f, 0x0e0e0d0c, 0x0b0b0a09, 0x08080706,
+                                            0x05050403, 0x02020100);
+    const __m512i select = _mm512_set1_epi64(0x15120f0c09060300);
+    const __m512i codes = _mm512_maskz_loadu_epi8(~uint64_t{0} >> (64 - bytes), p);  // never past the chunk
+    const __m512i bits = _mm512_multishift_epi64_epi8(select, _mm512_permutexvar_epi8(spread, codes));
+    u[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(bits, _mm512_set1_epi8(0x07)));
+  }
+};
+
+}  // namespace
+
+void lut_q8_rows_avx512vbmi(const LutQ8Batch& b, int64_t row0, int64_t row1) { lut_q8_rows<Codes3>(b, row0, row1); }
+
+}  // namespace fsq::cpu

@@ -1,0 +1,127 @@
+// The loop of the int8-activation LUT GEMV (lut_q8_kernels.h), written once over a
+// `Codes` policy that each ISA file defines: kChunkCols columns per chunk (its codes become
+// kChunkCols unsigned table bytes), kDots vpdpbusd of 64 bytes per chunk, and
+// decode(p, bytes, table, out[kDots]): the chunk's table bytes from its packed codes at p
+// (bytes of them; a partial last chunk reads only those). Internal linkage only, so each
+// ISA file gets its own copy compiled with its own flags (uniform_isa.h says why). Include
+// only from lut_q8_avx512vnni.cpp and lut_q8_avx512vbmi.cpp.
+//
+// Per chunk and weight row: the codes become table bytes, then per row of x kDots vpdpbusd
+// against the panel (q8_panel.h: 4-bit chunks hold the even then the odd columns, 3-bit
+// chunks columns in order), the 16 int32 lane sums converted to float and scaled by their
+// activation blocks' d. The table's bias of 128 is taken off once per row (128 * sum_b d[b]
+// * sum of codes), then the row's scale applied. R weight rows run together, sharing the
+// loads of x (SmolLM2's rows are 4.5 chunks long). The CSR part goes in a pass of its own,
+// as in lut_gemv.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "runtime/cpu/lut_avx512_ops.h"
+#include "runtime/cpu/lut_q8_isa.h"
+#include "runtime/cpu/prefetch.h"
+#include "runtime/cpu/uniform_q8_isa.h"  // kQ8ChunkBytes, kQ8ChunkLanes
+
+namespace fsq::cpu {
+namespace {
+
+// Codes are prefetched about this far ahead, one line per line read (as the uniform q8 GEMV).
+constexpr int64_t kLutQ8PrefetchBytes = 8192;
+constexpr float kLutQ8TableBias = 128.0f;
+
+struct LutQ8Rows {
+  const LutQ8Batch* b = nullptr;
+  int64_t full_chunks = 0, tail_bytes = 0, row_bytes = 0, ahead_rows = 0, ahead_bytes = 0;
+};
+
+// Output rows n .. n + R - 1 for all M rows of x, dense part.
+template <class Codes, int M, int R>
+__attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx, int64_t n) {
+  constexpr int64_t kChunkBytes = Codes::kChunkCols * Codes::kBits / 8;
+  constexpr int D = Codes::kDots;
+  const LutQ8Batch& b = *ctx.b;
+  const LutWeightsView& w = *b.w;
+  const auto* rows = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
+  const bool prefetch = n + R - 1 + ctx.ahead_rows < w.rows;
+  __m512i table[R];
+  __m512 acc[R][M];
+  for (int r = 0; r < R; ++r) {
+    table[r] = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.t->tables + (n + r) * 16)));
+    for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps();
+  }
+  const auto chunk = [&](int64_t c, int64_t bytes) __attribute__((always_inline)) {
+    __m512i u[R][D];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = rows + r * ctx.row_bytes + c * kChunkBytes;
+      if (prefetch) prefetch_streamed(p + ctx.ahead_bytes);
+      Codes::decode(p, bytes, table[r], u[r]);
+    }
+    for (int i = 0; i < M; ++i) {
+      const int8_t* x = b.codes + i * b.codes_stride + c * D * kQ8ChunkBytes;
+      __m512i xv[D];
+      for (int k = 0; k < D; ++k) xv[k] = _mm512_loadu_si512(x + k * kQ8ChunkBytes);
+      const __m512 lane_scales = _mm512_loadu_ps(b.lane_scales + i * b.lane_scales_stride + c * kQ8ChunkLanes);
+      for (int r = 0; r < R; ++r) {
+        __m512i dot = _mm512_setzero_si512();
+        for (int k = 0; k < D; ++k) dot = _mm512_dpbusd_epi32(dot, u[r][k], xv[k]);
+        acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), lane_scales, acc[r][i]);
+      }
+    }
+  };
+  for (int64_t c = 0; c < ctx.full_chunks; ++c) chunk(c, kChunkBytes);
+  if (ctx.tail_bytes != 0) chunk(ctx.full_chunks, ctx.tail_bytes);
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < M; ++i) {
+      const float dense = _mm512_reduce_add_ps(acc[r][i]) - kLutQ8TableBias * b.row_sums[i * b.row_sums_stride];
+      b.y[i * b.y_stride + n + r] = b.t->scales[n + r] * dense;
+    }
+}
+
+template <int M, typename Col>
+void lut_q8_sparse_rows(const LutQ8Batch& b, const Col* col, int64_t row0, int64_t row1) {
+  const LutWeightsView& w = *b.w;
+  for (int64_t n = row0; n < row1; ++n) {
+    const int64_t begin = w.row_ptr[n], count = w.row_ptr[n + 1] - begin;
+    if (count == 0) continue;
+    for (int i = 0; i < M; ++i)
+      b.y[i * b.y_stride + n] += Avx512::sparse_dot(b.x + i * b.x_stride, col + begin, w.val + begin, count);
+  }
+}
+
+template <class Codes, int M>
+void lut_q8_rows_m(const LutQ8Batch& b, int64_t row0, int64_t row1) {
+  // Rows per block: enough accumulators in flight for few rows of x, within 32 registers.
+  constexpr int R = M <= 2 ? 4 : M <= 4 ? 2 : 1;
+  const LutWeightsView& w = *b.w;
+  LutQ8Rows ctx;
+  ctx.b = &b;
+  ctx.full_chunks = w.cols / Codes::kChunkCols;
+  ctx.tail_bytes = ((w.cols % Codes::kChunkCols) * Codes::kBits + 7) / 8;
+  ctx.row_bytes = w.words_per_row * 4;
+  // Past the R rows read together: 8 KiB ahead of long rows would still be inside them.
+  ctx.ahead_rows = R + (kLutQ8PrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes;
+  ctx.ahead_bytes = ctx.ahead_rows * ctx.row_bytes;
+  int64_t n = row0;
+  for (; n + R <= row1; n += R) lut_q8_row_block<Codes, M, R>(ctx, n);
+  for (; n < row1; ++n) lut_q8_row_block<Codes, M, 1>(ctx, n);
+  if (w.row_ptr == nullptr) return;
+  if (w.col_type == LutColType::I32)
+    lut_q8_sparse_rows<M>(b, static_cast<const int32_t*>(w.col), row0, row1);
+  else
+    lut_q8_sparse_rows<M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
+}
+
+template <class Codes>
+void lut_q8_rows(const LutQ8Batch& b, int64_t row0, int64_t row1) {
+  static_assert(kMaxGemvRows == 8, "one instantiation per batch size below");
+  using RowsFn = void (*)(const LutQ8Batch&, int64_t, int64_t);
+  constexpr RowsFn by_rows[] = {lut_q8_rows_m<Codes, 1>, lut_q8_rows_m<Codes, 2>, lut_q8_rows_m<Codes, 3>,
+                                lut_q8_rows_m<Codes, 4>, lut_q8_rows_m<Codes, 5>, lut_q8_rows_m<Codes, 6>,
+                                lut_q8_rows_m<Codes, 7>, lut_q8_rows_m<Codes, 8>};
+  by_rows[b.m - 1](b, row0, row1);
+}
+
+}  // namespace
+}  // namespace fsq::cpu
