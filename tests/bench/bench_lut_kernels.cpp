@@ -1,11 +1,11 @@
 // Decode-time LUT (SqueezeLLM) linears: the raw kernels cpu::lut_gemv (lut4, lut3) and
-// cpu::lut_gemv_q8 (lut4q8: int8 activations and centroids, AVX-512 VNNI) at m = 1 on
+// cpu::lut_gemv_q8 (lut4q8, lut3q8: int8 activations and centroids, AVX-512 VNNI) at m = 1 on
 // LLaMA-7B shapes (4096x4096 q/o_proj, 11008x4096 down_proj; K x N), dense-only and
 // with 0.45 % CSR nonzeros (16-bit columns), against the read-only bandwidth kernel
 // (read_bandwidth.h) over as many bytes in the same run. Each benchmark cycles through
 // copies of the weights totalling twice the L3 size (at least 256 MiB; FSQ_BENCH_MEM_MIB
 // overrides), so they come from DRAM as in a 7B model's decode step. Bytes counted: packed
-// codes + fp16 tables (lut4q8: the int8 tables and row scales) + the CSR part (row
+// codes + fp16 tables (q8: the int8 tables and row scales) + the CSR part (row
 // pointers, columns, values).
 // After the Google Benchmark output it prints one table: the kernel's GB/s, its % of the
 // read kernel's GB/s with the same threads, and what the CSR part costs (time with it over
@@ -44,13 +44,13 @@ struct Shape {
 };
 const Shape kShapes[] = {{"7b q/o_proj", 4096, 4096}, {"7b down_proj", 11008, 4096}};
 // The GEMVs timed: float activations (lut_gemv) at 4 and 3 bits, and int8 activations
-// (lut_gemv_q8, 4-bit only).
+// (lut_gemv_q8; 3-bit needs VBMI).
 struct Kind {
   int bits;
   bool q8;
   std::string name() const { return "lut" + std::to_string(bits) + (q8 ? "q8" : ""); }
 };
-const Kind kKinds[] = {{4, false}, {4, true}, {3, false}};
+const Kind kKinds[] = {{4, false}, {4, true}, {3, false}, {3, true}};
 constexpr double kSparseDensity = 0.0045;  // SqueezeLLM's 0.45 %
 
 // One LUT matrix's arrays (random codes, tables and nonzeros: the values do not matter to
@@ -194,9 +194,9 @@ class Fixtures {
 };
 
 // Bytes a GEMV reads: the int8 one reads 16 table bytes and a float scale per row instead of
-// the 16 fp16 centroids.
+// the 2^bits fp16 centroids.
 int64_t bytes_read(int64_t lut_bytes, int64_t rows, const Kind& kind) {
-  return kind.q8 ? lut_bytes - rows * 32 + rows * 20 : lut_bytes;
+  return kind.q8 ? lut_bytes - rows * (int64_t{2} << kind.bits) + rows * 20 : lut_bytes;
 }
 
 void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, const Kind& kind, int threads) {
@@ -218,7 +218,7 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, con
     }
   }
   if (kind.q8 && !cpu::lut_q8_supported(views.front(), isa)) {
-    state.SkipWithError("lut_gemv_q8 needs AVX-512 VNNI");
+    state.SkipWithError("lut_gemv_q8 needs AVX-512 VNNI (and VBMI for 3-bit codes)");
     return;
   }
   const int64_t rows = views.front().rows, cols = views.front().cols;

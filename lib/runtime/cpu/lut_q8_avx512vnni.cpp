@@ -14,9 +14,12 @@ namespace {
 struct Codes4 {
   static constexpr int kBits = 4, kDots = 2;
   static constexpr int64_t kChunkCols = 128;
-  __attribute__((always_inline)) static void decode(const uint8_t* p, int64_t bytes, __m512i table, __m512i* u) {
+  __attribute__((always_inline)) static void decode(const uint8_t* p, int64_t bytes, int64_t avail, __m512i table,
+                                                    __m512i* u) {
     const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
-    const __m512i codes = bytes == 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(~uint64_t{0} >> (64 - bytes), p);
+    // A tail chunk's bytes past the row's codes (the next row's) meet activation codes 0 in
+    // the panel; at the matrix's end the load is masked.
+    const __m512i codes = avail >= 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(~uint64_t{0} >> (64 - bytes), p);
     u[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(codes, low_nibbles));
     u[1] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(codes, 4), low_nibbles));
   }

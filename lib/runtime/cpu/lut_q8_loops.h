@@ -1,8 +1,11 @@
 // The loop of the int8-activation LUT GEMV (lut_q8_kernels.h), written once over a
 // `Codes` policy that each ISA file defines: kChunkCols columns per chunk (its codes become
 // kChunkCols unsigned table bytes), kDots vpdpbusd of 64 bytes per chunk, and
-// decode(p, bytes, table, out[kDots]): the chunk's table bytes from its packed codes at p
-// (bytes of them; a partial last chunk reads only those). Internal linkage only, so each
+// decode(p, bytes, avail, table, out[kDots]): the chunk's table bytes from its packed codes
+// at p (bytes of them), reading at most avail bytes from p (what is left of the matrix).
+// Masked loads only where a plain one could pass the matrix's end: on Zen 5 a masked load
+// that straddles two cache lines cost the 3-bit GEMV two thirds of its rate at 11008
+// columns. Internal linkage only, so each
 // ISA file gets its own copy compiled with its own flags (uniform_isa.h says why). Include
 // only from lut_q8_avx512vnni.cpp and lut_q8_avx512vbmi.cpp.
 //
@@ -44,6 +47,7 @@ __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx
   const LutQ8Batch& b = *ctx.b;
   const LutWeightsView& w = *b.w;
   const auto* rows = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
+  const auto* end = reinterpret_cast<const uint8_t*>(w.words + w.rows * w.words_per_row);
   const bool prefetch = n + R - 1 + ctx.ahead_rows < w.rows;
   __m512i table[R];
   __m512 acc[R][M];
@@ -56,7 +60,7 @@ __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = rows + r * ctx.row_bytes + c * kChunkBytes;
       if (prefetch) prefetch_streamed(p + ctx.ahead_bytes);
-      Codes::decode(p, bytes, table[r], u[r]);
+      Codes::decode(p, bytes, end - p, table[r], u[r]);
     }
     for (int i = 0; i < M; ++i) {
       const int8_t* x = b.codes + i * b.codes_stride + c * D * kQ8ChunkBytes;

@@ -3,15 +3,19 @@
 // kernel stays within float-rounding bounds of the double reference on odd shapes, batch
 // sizes 1..9 and 17, dense and with CSR parts (16- and 32-bit columns), without writing
 // outside its output; the reference stays within the bound that rounding x and the
-// centroids to 8 bits implies of the exact product; any thread count gives the same bits.
+// centroids to 8 bits implies of the exact product; nothing past the codes is read; any
+// thread count gives the same bits.
 #include "runtime/cpu/lut_q8_kernels.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -236,6 +240,37 @@ TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundO
             }
           }
         }
+}
+
+// The packed codes end right before an unreadable page: a kernel reading past the last
+// row's codes crashes; it must give the same bits as from an ordinary buffer.
+TEST_F(LutQ8KernelsVnni, ReadsNothingPastTheCodes) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (int bits : {4, 3})
+    for (int64_t cols : {8, 64, 72, 120, 128, 576, 1000})
+      for (int64_t rows : {int64_t{1}, int64_t{5}}) {
+        const Q8Lut w(bits, rows, cols, 16, 77);
+        if (!cpu::lut_q8_supported(w.view(), cpu::CpuIsa::Avx512)) continue;  // 3-bit without VBMI
+        SCOPED_TRACE("lut" + std::to_string(bits) + " [" + std::to_string(rows) + " x " + std::to_string(cols) + "]");
+        const size_t bytes = w.words.size() * sizeof(uint32_t);
+        const size_t mapped = (bytes + page - 1) / page * page + page;
+        void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(base, MAP_FAILED);
+        char* guard = static_cast<char*>(base) + mapped - page;
+        ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+        auto* words = reinterpret_cast<uint32_t*>(guard - bytes);
+        std::memcpy(words, w.words.data(), bytes);
+        cpu::LutWeightsView v = w.view();
+        v.words = words;
+        const int64_t m = 2;
+        const std::vector<float> x = test::activations(m, cols, cols, 3);
+        std::vector<float> got(static_cast<size_t>(m * rows)), want(got.size());
+        EXPECT_EQ(cpu::lut_gemv_q8(v, w.q8(), x.data(), m, cols, got.data(), rows, cpu::CpuIsa::Avx512), KernelStatus::Ok);
+        EXPECT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, cpu::CpuIsa::Avx512),
+                  KernelStatus::Ok);
+        EXPECT_EQ(got, want);
+        munmap(base, mapped);
+      }
 }
 
 TEST_F(LutQ8KernelsVnni, GemvIsBitIdenticalOnAnyThreadCount) {
