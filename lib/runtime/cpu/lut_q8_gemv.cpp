@@ -106,16 +106,13 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
   if (!check_call(w, t, x, m, x_stride, y, y_stride) || w.cols % 8 != 0) return KernelStatus::InvalidArgument;
   if (!lut_q8_supported(w, isa)) return KernelStatus::IsaUnavailable;
   const auto rows_fn = w.bits == 4 ? lut_q8_rows_avx512vnni : lut_q8_rows_avx512vbmi;
-  const UniformWeightsView pv = panel_view(w);
-  std::vector<int8_t> q(static_cast<size_t>(w.cols));
-  std::vector<float> d(static_cast<size_t>(q8_blocks(w.cols)));
-  Q8Panel panel(pv, std::min(m, kMaxGemvRows));
+  Q8Panel panel(panel_view(w), std::min(m, kMaxGemvRows));
   for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
     LutQ8Batch batch;
     batch.w = &w;
     batch.t = &t;
     batch.m = std::min(kMaxGemvRows, m - i0);
-    for (int64_t i = 0; i < batch.m; ++i) panel.fill_row(pv, i, x + (i0 + i) * x_stride, q, d);
+    panel.fill(x + i0 * x_stride, batch.m, x_stride);
     batch.codes = panel.codes.data();
     batch.codes_stride = panel.codes_stride;
     batch.lane_scales = panel.lane_scales.data();

@@ -17,11 +17,18 @@ struct Q8Panel {
   std::vector<float> lane_scales, group_sums;
   int64_t codes_stride = 0, lane_scales_stride = 0, group_sums_stride = 0;
 
-  // For m rows of x against weights of w.bits (4 or 8), w.cols and w.group_cols.
+  // For up to m rows of x against weights of w.bits (4 or 8), w.cols and w.group_cols.
   Q8Panel(const UniformWeightsView& w, int64_t m);
-  // Quantizes row i of the batch, x[0, w.cols), into the panel; q and d are scratch of
-  // w.cols codes and ceil(w.cols / 32) scales.
-  void fill_row(const UniformWeightsView& w, int64_t i, const float* x, std::vector<int8_t>& q, std::vector<float>& d);
+  // Quantizes rows x[0 .. m) (row stride x_stride, m at most the constructor's) into the
+  // panel's first m rows.
+  void fill(const float* x, int64_t m, int64_t x_stride);
+
+ private:
+  void fill_row(int64_t i, const float* x);
+
+  UniformWeightsView w_;
+  std::vector<int8_t> q_;  // one row's codes and block scales (quantize_q8_row)
+  std::vector<float> d_;
 };
 
 }  // namespace fsq::cpu

@@ -71,7 +71,8 @@ void quantize_q8_row_fast(const float* x, int64_t cols, int8_t* q, float* d) {
     quantize_q8_row(x, cols, q, d);
 }
 
-Q8Panel::Q8Panel(const UniformWeightsView& w, int64_t m) {
+Q8Panel::Q8Panel(const UniformWeightsView& w, int64_t m)
+    : w_(w), q_(static_cast<size_t>(w.cols)), d_(static_cast<size_t>(q8_blocks(w.cols))) {
   const int64_t chunks = (w.cols + q8_chunk_cols(w.bits) - 1) / q8_chunk_cols(w.bits);
   codes_stride = chunks * (w.bits == 4 ? 2 : 1) * kQ8ChunkBytes;
   lane_scales_stride = chunks * kQ8ChunkLanes;
@@ -81,8 +82,14 @@ Q8Panel::Q8Panel(const UniformWeightsView& w, int64_t m) {
   group_sums.assign(static_cast<size_t>(m * group_sums_stride), 0.0f);
 }
 
-void Q8Panel::fill_row(const UniformWeightsView& w, int64_t i, const float* x, std::vector<int8_t>& q,
-                       std::vector<float>& d) {
+void Q8Panel::fill(const float* x, int64_t m, int64_t x_stride) {
+  for (int64_t i = 0; i < m; ++i) fill_row(i, x + i * x_stride);
+}
+
+void Q8Panel::fill_row(int64_t i, const float* x) {
+  const UniformWeightsView& w = w_;
+  std::vector<int8_t>& q = q_;
+  std::vector<float>& d = d_;
   const int64_t cols = w.cols, chunk = q8_chunk_cols(w.bits), lane_cols = chunk / kQ8ChunkLanes;
   quantize_q8_row_fast(x, cols, q.data(), d.data());
   int8_t* row_codes = codes.data() + i * codes_stride;
@@ -152,14 +159,12 @@ KernelStatus uniform_gemv_q8(const UniformWeightsView& w, const float* x, int64_
     return KernelStatus::InvalidArgument;
   const Q8RowsFn rows_fn = q8_rows_for(w, isa);
   if (rows_fn == nullptr) return KernelStatus::IsaUnavailable;
-  std::vector<int8_t> q(static_cast<size_t>(w.cols));
-  std::vector<float> d(static_cast<size_t>(q8_blocks(w.cols)));
   Q8Panel panel(w, std::min(m, kMaxGemvRows));
   for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
     Q8Batch batch;
     batch.w = &w;
     batch.m = std::min(kMaxGemvRows, m - i0);
-    for (int64_t i = 0; i < batch.m; ++i) panel.fill_row(w, i, x + (i0 + i) * x_stride, q, d);
+    panel.fill(x + i0 * x_stride, batch.m, x_stride);
     batch.codes = panel.codes.data();
     batch.codes_stride = panel.codes_stride;
     batch.lane_scales = panel.lane_scales.data();

@@ -7,8 +7,6 @@
 // the view checks reject each malformation.
 #include <gtest/gtest.h>
 #include <omp.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -222,22 +220,14 @@ TEST_P(LutKernelsIsa, DequantizeRowsIsBitExact) {
 // row's codes (a whole-vector load of a partial one) crashes.
 TEST_P(LutKernelsIsa, ReadsNothingPastTheCodes) {
   const CpuIsa isa = GetParam();
-  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (int bits : {3, 4})
     for (int64_t cols : kCols)
       for (int64_t rows : {int64_t{1}, int64_t{5}}) {
         const LutWeights w(bits, rows, cols, Sparse::U16, 77);
         SCOPED_TRACE(w.label() + " " + cpu::cpu_isa_name(isa));
-        const size_t bytes = w.words.size() * sizeof(uint32_t);
-        const size_t mapped = (bytes + page - 1) / page * page + page;
-        void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        ASSERT_NE(base, MAP_FAILED);
-        char* guard = static_cast<char*>(base) + mapped - page;
-        ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
-        auto* words = reinterpret_cast<uint32_t*>(guard - bytes);
-        std::memcpy(words, w.words.data(), bytes);
+        const test::BytesBeforeGuardPage words(w.words.data(), w.words.size() * sizeof(uint32_t));
         cpu::LutWeightsView v = w.view();
-        v.words = words;
+        v.words = words.as<uint32_t>();
         const int64_t x_stride = cols + test::kXPadding, m = 2;
         const std::vector<float> x = test::activations(m, cols, x_stride, 3);
         std::vector<float> y(static_cast<size_t>(m * rows)), ref(y.size()), out(static_cast<size_t>(rows * cols));
@@ -245,7 +235,6 @@ TEST_P(LutKernelsIsa, ReadsNothingPastTheCodes) {
         EXPECT_EQ(cpu::lut_dequantize_rows(v, 0, rows, out.data(), isa), KernelStatus::Ok);
         const std::vector<float> want = w.dequantized();
         EXPECT_EQ(0, std::memcmp(out.data(), want.data(), out.size() * sizeof(float)));
-        munmap(base, mapped);
       }
 }
 

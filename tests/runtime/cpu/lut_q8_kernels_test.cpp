@@ -9,8 +9,6 @@
 
 #include <gtest/gtest.h>
 #include <omp.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -245,23 +243,15 @@ TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundO
 // The packed codes end right before an unreadable page: a kernel reading past the last
 // row's codes crashes; it must give the same bits as from an ordinary buffer.
 TEST_F(LutQ8KernelsVnni, ReadsNothingPastTheCodes) {
-  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   for (int bits : {4, 3})
     for (int64_t cols : {8, 64, 72, 120, 128, 576, 1000})
       for (int64_t rows : {int64_t{1}, int64_t{5}}) {
         const Q8Lut w(bits, rows, cols, 16, 77);
         if (!cpu::lut_q8_supported(w.view(), cpu::CpuIsa::Avx512)) continue;  // 3-bit without VBMI
         SCOPED_TRACE("lut" + std::to_string(bits) + " [" + std::to_string(rows) + " x " + std::to_string(cols) + "]");
-        const size_t bytes = w.words.size() * sizeof(uint32_t);
-        const size_t mapped = (bytes + page - 1) / page * page + page;
-        void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        ASSERT_NE(base, MAP_FAILED);
-        char* guard = static_cast<char*>(base) + mapped - page;
-        ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
-        auto* words = reinterpret_cast<uint32_t*>(guard - bytes);
-        std::memcpy(words, w.words.data(), bytes);
+        const test::BytesBeforeGuardPage words(w.words.data(), w.words.size() * sizeof(uint32_t));
         cpu::LutWeightsView v = w.view();
-        v.words = words;
+        v.words = words.as<uint32_t>();
         const int64_t m = 2;
         const std::vector<float> x = test::activations(m, cols, cols, 3);
         std::vector<float> got(static_cast<size_t>(m * rows)), want(got.size());
@@ -269,7 +259,6 @@ TEST_F(LutQ8KernelsVnni, ReadsNothingPastTheCodes) {
         EXPECT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, cpu::CpuIsa::Avx512),
                   KernelStatus::Ok);
         EXPECT_EQ(got, want);
-        munmap(base, mapped);
       }
 }
 

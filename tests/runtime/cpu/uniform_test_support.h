@@ -3,11 +3,14 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -92,6 +95,34 @@ inline ::testing::AssertionResult nmse_within(const float* got, const float* ref
 // Row-stride gaps of the kernel tests, so that a kernel that ignores the strides fails.
 constexpr int64_t kXPadding = 5;  // x row stride = cols + this (NaN-filled) gap
 constexpr int64_t kYPadding = 3;  // y row stride = rows + this (canary-filled) gap
+
+// A copy of `bytes` bytes that ends right before an unreadable page: a kernel reading past
+// them crashes the test.
+class BytesBeforeGuardPage {
+ public:
+  BytesBeforeGuardPage(const void* src, size_t bytes) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    mapped_ = (bytes + page - 1) / page * page + page;
+    base_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base_ == MAP_FAILED) throw std::runtime_error("mmap failed");
+    char* guard = static_cast<char*>(base_) + mapped_ - page;
+    if (mprotect(guard, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
+    data_ = guard - bytes;
+    std::memcpy(data_, src, bytes);
+  }
+  ~BytesBeforeGuardPage() { munmap(base_, mapped_); }
+  BytesBeforeGuardPage(const BytesBeforeGuardPage&) = delete;
+  BytesBeforeGuardPage& operator=(const BytesBeforeGuardPage&) = delete;
+  template <typename T>
+  const T* as() const {
+    return reinterpret_cast<const T*>(data_);
+  }
+
+ private:
+  void* base_ = nullptr;
+  size_t mapped_ = 0;
+  char* data_ = nullptr;
+};
 
 // An output matrix [rows, cols] with row stride `stride` >= cols, surrounded by guard
 // floats, every float that is not an output element holding a canary bit pattern.
