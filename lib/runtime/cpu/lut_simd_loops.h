@@ -37,7 +37,7 @@ constexpr int64_t kLutPrefetchBytes = 16384;
 // the panel nears L1's size (K = 11008: 44 KB) each row's codes evict it before the next
 // row reuses it: LUT-4 ran at half the DRAM rate. 3-bit rows are not whole cache lines
 // (48-byte blocks), so chunk boundaries would split lines between passes; measured on
-// Zen 5 (bench_lut_kernels, 1 thread): 3-bit in pairs or chunks was 15-80 % slower, so it
+// Zen 5 (bench_lut_kernels, 1 thread): 3-bit in pairs or chunks was 25-85 % slower, so it
 // keeps one row, all columns at a time. With more activation rows the weights are already
 // shared by all of them.
 template <int B, int M>
