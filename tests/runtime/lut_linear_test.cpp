@@ -1,7 +1,7 @@
 // LutLinear: forward through both paths (fused LUT GEMV for <= 8 rows, blocked dequantize +
 // GEMM above) on every ISA, 3 and 4 bits, with and without a sparse part, against the
 // scalar reference (dequantize_lut, then a double-precision matmul); bias, batch dimensions
-// and the bytes it reports.
+// and the bytes it reports; int8 decode only in forward_rows.
 #include "runtime/lut_linear.h"
 
 #include <ATen/ATen.h>
@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "cpu/uniform_test_support.h"
+#include "runtime/cpu/lut_q8_kernels.h"
 
 namespace fsq {
 namespace {
@@ -105,6 +106,44 @@ TEST(LutLinear, BiasBatchDimensionsAndStoredBytes) {
   EXPECT_EQ(linear.weight_bytes(), expected);
   EXPECT_NE(linear.describe().find("lut4 [65 x 128] squeezellm, " + std::to_string(m.nnz()) + " sparse"),
             std::string::npos);
+}
+
+// set_int8_decode: forward_rows (the decode fast path) multiplies on int8 activations and
+// centroids exactly as cpu::lut_gemv_q8 does, bias added; forward() stays on the exact
+// kernels; off again, forward_rows is exact too. Where the CPU has no such kernel (no
+// AVX-512 VNNI, or no VBMI for 3 bits), int8_decode() stays false and forward_rows exact.
+TEST(LutLinear, Int8DecodeRunsTheQ8KernelOnlyInForwardRows) {
+  for (int bits : {3, 4}) {
+    const int64_t rows = 40, cols = 96, m = 3;
+    const LutMatrix mat = random_lut(bits, rows, cols, true, 11);
+    const std::vector<float> bias = test::gaussian(1, rows, 12, 1.0f);
+    LutLinear linear(mat, to_tensor(bias, {rows}), "squeezellm");
+    const std::vector<float> x = test::activations(m, cols, cols, 13);
+    std::vector<float> exact(static_cast<size_t>(m * rows)), got(exact.size());
+    linear.forward_rows(x.data(), m, exact.data());
+    linear.set_int8_decode(true);
+    SCOPED_TRACE(linear.describe());
+    EXPECT_EQ(linear.int8_decode(), cpu::lut_q8_supported(linear.weights_view(), cpu::selected_cpu_isa()));
+    linear.forward_rows(x.data(), m, got.data());
+    if (linear.int8_decode()) {
+      std::vector<uint8_t> tables(static_cast<size_t>(rows * 16));
+      std::vector<float> scales(static_cast<size_t>(rows)), want(exact.size());
+      cpu::prepare_lut_q8_tables(linear.weights_view(), tables.data(), scales.data());
+      ASSERT_EQ(cpu::lut_gemv_q8(linear.weights_view(), {tables.data(), scales.data()}, x.data(), m, cols,
+                                 want.data(), rows, cpu::selected_cpu_isa()),
+                cpu::KernelStatus::Ok);
+      for (size_t j = 0; j < want.size(); ++j) want[j] += bias[j % static_cast<size_t>(rows)];
+      EXPECT_EQ(got, want);
+      EXPECT_NE(got, exact);
+    } else {
+      EXPECT_EQ(got, exact);
+    }
+    std::vector<float> forward = to_vector(linear.forward(to_tensor(x, {m, cols})));
+    EXPECT_EQ(forward, exact);
+    linear.set_int8_decode(false);
+    linear.forward_rows(x.data(), m, got.data());
+    EXPECT_EQ(got, exact);
+  }
 }
 
 TEST(LutLinear, WrongInputWidthIsRefused) {
