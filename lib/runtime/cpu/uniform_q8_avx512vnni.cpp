@@ -160,7 +160,9 @@ void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
   for (int j = 0; j < kLanes; ++j) lane_group[j] = static_cast<int32_t>(j * ctx.groups_per_chunk / kLanes);
   ctx.lane_group = _mm512_load_si512(lane_group);
   ctx.row_bytes = w.words_per_row * 4;
-  ctx.ahead_rows = (kPrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes;
+  // At least the R rows read together: 8 KiB ahead of long rows (K = 11008: 5504 bytes)
+  // fell inside them, and down_proj ran at half the rate of q/o_proj (1 thread, from DRAM).
+  ctx.ahead_rows = std::max<int64_t>(R, (kPrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes);
   ctx.ahead_bytes = ctx.ahead_rows * ctx.row_bytes;
   if (ctx.lane_groups) {
     const int64_t tail_groups = std::min(ctx.groups_per_chunk, ctx.groups - ctx.full_chunks * ctx.groups_per_chunk);
