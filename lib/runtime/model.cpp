@@ -206,11 +206,10 @@ namespace {
 
 // How many of the model's linears (decoder layers and head) satisfy `pick`, out of all.
 template <typename Layers, typename Pick>
-std::pair<int64_t, int64_t> count_quant_linears(const Layers& layers, const Linear* head, Pick pick) {
+std::pair<int64_t, int64_t> count_linears(const Layers& layers, const Linear* head, Pick pick) {
   std::pair<int64_t, int64_t> counts{0, 0};
   const auto count = [&](const Linear* lin) {
-    const auto* q = dynamic_cast<const QuantLinear*>(lin);
-    counts.first += q && pick(*q) ? 1 : 0;
+    counts.first += pick(lin) ? 1 : 0;
     ++counts.second;
   };
   for (const auto& L : layers)
@@ -223,16 +222,19 @@ std::pair<int64_t, int64_t> count_quant_linears(const Layers& layers, const Line
 }  // namespace
 
 std::pair<int64_t, int64_t> LlamaModel::int8_prefill_linears() const {
-  return count_quant_linears(layers_, lm_head_.get(), [](const QuantLinear& q) { return q.int8_prefill(); });
+  return count_linears(layers_, lm_head_.get(), [](const Linear* lin) {
+    const auto* q = dynamic_cast<const QuantLinear*>(lin);
+    return q != nullptr && q->int8_prefill();
+  });
 }
 
+// Uniform and LUT (squeezellm) linears both decode on int8 activations where they can.
 std::pair<int64_t, int64_t> LlamaModel::int8_decode_linears() const {
-  std::pair<int64_t, int64_t> counts =
-      count_quant_linears(layers_, lm_head_.get(), [](const QuantLinear& q) { return q.int8_decode(); });
-  for (const auto& L : layers_)  // LUT (squeezellm) linears decode on int8 activations too
-    for (const Linear* lin : {L.q.get(), L.k.get(), L.v.get(), L.o.get(), L.gate.get(), L.up.get(), L.down.get()})
-      if (const auto* l = dynamic_cast<const LutLinear*>(lin); l != nullptr && l->int8_decode()) ++counts.first;
-  return counts;
+  return count_linears(layers_, lm_head_.get(), [](const Linear* lin) {
+    if (const auto* q = dynamic_cast<const QuantLinear*>(lin)) return q->int8_decode();
+    const auto* l = dynamic_cast<const LutLinear*>(lin);
+    return l != nullptr && l->int8_decode();
+  });
 }
 
 DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const {
