@@ -1,12 +1,18 @@
 // Built instead of the .cu sources when the CUDA backend is off: every entry point reports
 // that there is no device, so callers and tests take their CPU paths.
 #include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/quant_gemv.h"
 
 namespace fsq::cuda {
 
 namespace {
 const char* kNotCompiled = "fsq was built without the CUDA backend (FSQ_CUDA=OFF or no nvcc)";
+
+bool not_compiled(std::string* why) {
+  if (why) *why = kNotCompiled;
+  return false;
 }
+}  // namespace
 
 bool compiled() { return false; }
 int device_count() { return 0; }
@@ -15,5 +21,17 @@ std::string rms_norm_f32(const float*, const float*, float*, int, int, float) { 
 std::string copy_to_device(void**, const void*, size_t) { return kNotCompiled; }
 std::string copy_to_host(void*, const void*, size_t) { return kNotCompiled; }
 void free_device(void*) {}
+
+const char* act_type_name(ActType act) { return act == ActType::F16 ? "f16" : "bf16"; }
+bool uniform_gemv_can_implement(const cpu::UniformWeightsView&, int64_t, std::string* why) { return not_compiled(why); }
+bool lut_gemv_can_implement(const cpu::LutWeightsView&, int64_t, std::string* why) { return not_compiled(why); }
+std::string uniform_gemv(const cpu::UniformWeightsView&, const void*, int64_t, int64_t, void*, int64_t, ActType,
+                         void*) {
+  return kNotCompiled;
+}
+std::string lut_gemv(const cpu::LutWeightsView&, const void*, int64_t, int64_t, void*, int64_t, ActType, void*) {
+  return kNotCompiled;
+}
+std::string synchronize() { return kNotCompiled; }
 
 }  // namespace fsq::cuda

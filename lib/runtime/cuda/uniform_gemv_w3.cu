@@ -1,0 +1,7 @@
+// The 3-bit uniform GEMV kernels (one file per width so nvcc builds them in parallel).
+#include "runtime/cuda/uniform_gemv_kernel.cuh"
+
+namespace fsq::cuda::detail {
+template std::string launch_uniform<3>(const cpu::UniformWeightsView&, const void*, int64_t, int64_t, void*, int64_t,
+                                       ActType, cudaStream_t);
+}  // namespace fsq::cuda::detail
