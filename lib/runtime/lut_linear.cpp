@@ -102,25 +102,39 @@ void LutLinear::set_cpu_isa(cpu::CpuIsa isa) {
     throw Error(describe(), std::string("this CPU does not support ") + cpu::cpu_isa_name(isa));
   isa_ = isa;
   set_int8_decode(want_int8_decode_);
+  set_int8_prefill(want_int8_prefill_);
+}
+
+void LutLinear::prepare_q8_tables() {
+  if (!q8_scales_.empty()) return;
+  q8_tables_.resize(static_cast<size_t>(rows_ * 16));
+  q8_scales_.resize(static_cast<size_t>(rows_));
+  cpu::prepare_lut_q8_tables(weights_view(), q8_tables_.data(), q8_scales_.data());
 }
 
 void LutLinear::set_int8_decode(bool on) {
   want_int8_decode_ = on;
   int8_decode_ = on && cpu::lut_q8_supported(weights_view(), isa_);
-  if (int8_decode_ && q8_scales_.empty()) {
-    q8_tables_.resize(static_cast<size_t>(rows_ * 16));
-    q8_scales_.resize(static_cast<size_t>(rows_));
-    cpu::prepare_lut_q8_tables(weights_view(), q8_tables_.data(), q8_scales_.data());
-  }
+  if (int8_decode_) prepare_q8_tables();
+}
+
+void LutLinear::set_int8_prefill(bool on) {
+  want_int8_prefill_ = on;
+  int8_prefill_ = on && cpu::lut_gemm_q8_supported(weights_view(), isa_);
+  if (int8_prefill_) prepare_q8_tables();
 }
 
 at::Tensor LutLinear::forward(const at::Tensor& x) const {
   const cpu::LutWeightsView view = weights_view();
-  const PackedKernels kernels{
+  PackedKernels kernels{
       [&](const float* in, int64_t m, float* y) { return cpu::lut_gemv(view, in, m, cols_, y, rows_, isa_); },
       [&](int64_t row0, int64_t n, float* out) { return cpu::lut_dequantize_rows(view, row0, n, out, isa_); },
       {},
       {}};
+  if (int8_prefill_)
+    kernels.many_rows = [&](const float* in, int64_t m, float* y) {
+      return cpu::lut_gemm_q8(view, {q8_tables_.data(), q8_scales_.data()}, in, m, cols_, y, rows_, isa_);
+    };
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 

@@ -58,6 +58,12 @@ class LutLinear final : public Linear {
   // does. forward() stays exact.
   void set_int8_decode(bool on);
   bool int8_decode() const { return int8_decode_; }
+  // Asks forward() to multiply more than cpu::kMaxGemvRows rows (prompts, perplexity windows)
+  // on int8 activations and int8 centroids (cpu::lut_gemm_q8: 4-bit codes, AVX-512 VNNI)
+  // instead of dequantizing into an f32 GEMM, as QuantLinear::set_int8_prefill does for the
+  // uniform types; int8_prefill() says whether it does.
+  void set_int8_prefill(bool on);
+  bool int8_prefill() const { return int8_prefill_; }
 
  private:
   void adopt(const LutStoredBytes& bytes, std::optional<at::Tensor> bias);
@@ -70,8 +76,12 @@ class LutLinear final : public Linear {
   std::optional<at::Tensor> bias_;
   std::string method_;
   cpu::CpuIsa isa_;
+  // Makes q8_tables_ and q8_scales_ the first time an int8 path turns on.
+  void prepare_q8_tables();
+
   bool want_int8_decode_ = false, int8_decode_ = false;
-  std::vector<uint8_t> q8_tables_;  // cpu::prepare_lut_q8_tables, made when int8 decode turns on
+  bool want_int8_prefill_ = false, int8_prefill_ = false;
+  std::vector<uint8_t> q8_tables_;  // cpu::prepare_lut_q8_tables, made when an int8 path turns on
   std::vector<float> q8_scales_;
 };
 

@@ -61,6 +61,7 @@ class Loader {
       if (p->is_lut()) {
         std::unique_ptr<LutLinear> l = make_lut_linear(*p);
         l->set_int8_decode(opts_.fast_decode && opts_.int8_decode_activations);
+        l->set_int8_prefill(opts_.int8_prefill_activations);
         return l;
       }
       return quant_linear(*p);
@@ -223,8 +224,9 @@ std::pair<int64_t, int64_t> count_linears(const Layers& layers, const Linear* he
 
 std::pair<int64_t, int64_t> LlamaModel::int8_prefill_linears() const {
   return count_linears(layers_, lm_head_.get(), [](const Linear* lin) {
-    const auto* q = dynamic_cast<const QuantLinear*>(lin);
-    return q != nullptr && q->int8_prefill();
+    if (const auto* q = dynamic_cast<const QuantLinear*>(lin)) return q->int8_prefill();
+    const auto* l = dynamic_cast<const LutLinear*>(lin);
+    return l != nullptr && l->int8_prefill();
   });
 }
 

@@ -146,6 +146,43 @@ TEST(LutLinear, Int8DecodeRunsTheQ8KernelOnlyInForwardRows) {
   }
 }
 
+// set_int8_prefill: forward() of more than kMaxGemvRows rows multiplies on int8 activations
+// and centroids exactly as cpu::lut_gemm_q8 does, bias added; fewer rows stay exact; off
+// again, forward is exact. 3-bit codes (no such kernel) and CPUs without AVX-512 VNNI keep
+// int8_prefill() false and the exact path.
+TEST(LutLinear, Int8PrefillRunsTheQ8GemmOnPrompts) {
+  for (int bits : {3, 4}) {
+    const int64_t rows = 40, cols = 96, m = 20;
+    const LutMatrix mat = random_lut(bits, rows, cols, true, 21);
+    const std::vector<float> bias = test::gaussian(1, rows, 22, 1.0f);
+    LutLinear linear(mat, to_tensor(bias, {rows}), "squeezellm");
+    const std::vector<float> x = test::activations(m, cols, cols, 23);
+    const std::vector<float> exact = to_vector(linear.forward(to_tensor(x, {m, cols})));
+    const std::vector<float> exact_short = to_vector(linear.forward(to_tensor(x, {2, cols})));
+    linear.set_int8_prefill(true);
+    SCOPED_TRACE(linear.describe());
+    EXPECT_EQ(linear.int8_prefill(), cpu::lut_gemm_q8_supported(linear.weights_view(), cpu::selected_cpu_isa()));
+    if (bits == 3) EXPECT_FALSE(linear.int8_prefill());
+    const std::vector<float> got = to_vector(linear.forward(to_tensor(x, {m, cols})));
+    if (linear.int8_prefill()) {
+      std::vector<uint8_t> tables(static_cast<size_t>(rows * 16));
+      std::vector<float> scales(static_cast<size_t>(rows)), want(exact.size());
+      cpu::prepare_lut_q8_tables(linear.weights_view(), tables.data(), scales.data());
+      ASSERT_EQ(cpu::lut_gemm_q8(linear.weights_view(), {tables.data(), scales.data()}, x.data(), m, cols, want.data(),
+                                 rows, cpu::selected_cpu_isa()),
+                cpu::KernelStatus::Ok);
+      for (size_t j = 0; j < want.size(); ++j) want[j] += bias[j % static_cast<size_t>(rows)];
+      EXPECT_EQ(got, want);
+      EXPECT_NE(got, exact);
+    } else {
+      EXPECT_EQ(got, exact);
+    }
+    EXPECT_EQ(to_vector(linear.forward(to_tensor(x, {2, cols}))), exact_short);
+    linear.set_int8_prefill(false);
+    EXPECT_EQ(to_vector(linear.forward(to_tensor(x, {m, cols}))), exact);
+  }
+}
+
 TEST(LutLinear, WrongInputWidthIsRefused) {
   const LutLinear linear(random_lut(3, 4, 32, false, 3), std::nullopt, "");
   EXPECT_THROW(linear.forward(at::zeros({1, 31})), Error);

@@ -46,25 +46,24 @@ void unpack_q8_gemm_rows(const UniformWeightsView& w, int64_t n0, int8_t* out) {
   }
 }
 
-void fill_q8_gemm_tile_scales(const UniformWeightsView& w, int64_t n0, const Q8GemmTile& tile) {
-  const int64_t blocks = w.cols / kQ8BlockCols, groups = w.cols / w.group_cols;
+void fill_q8_gemm_tile_scales(const Q8GemmWeights& w, int64_t n0, const Q8GemmTile& tile) {
+  const int64_t blocks = w.cols / kQ8BlockCols;
   for (int64_t t = 0; t < kQ8TileRows; ++t) {
     const int64_t n = n0 + t;
-    for (int64_t b = 0; b < blocks; ++b)
-      tile.scales[b * kQ8TileRows + t] =
-          n < w.rows ? f16_to_f32(w.scales[n * groups + b * kQ8BlockCols / w.group_cols]) : 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) {
+      float scale = 0.0f;
+      if (n < w.rows && w.lut != nullptr) {
+        scale = w.tables->scales[n];
+      } else if (n < w.rows) {
+        const UniformWeightsView& u = *w.uniform;
+        scale = f16_to_f32(u.scales[n * (u.cols / u.group_cols) + b * kQ8BlockCols / u.group_cols]);
+      }
+      tile.scales[b * kQ8TileRows + t] = scale;
+    }
   }
 }
 
-bool uniform_gemm_q8_supported(const UniformWeightsView& w, CpuIsa isa) {
-  return check_uniform_view(w) == KernelStatus::Ok && q8_gemm_layout_supported(w) && q8_gemm_isa_available(isa);
-}
-
-KernelStatus uniform_gemm_q8(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
-                             int64_t y_stride, CpuIsa isa) {
-  if (check_matmul_call(w, x, m, x_stride, y, y_stride) != KernelStatus::Ok || !q8_gemm_layout_supported(w))
-    return KernelStatus::InvalidArgument;
-  if (!q8_gemm_isa_available(isa)) return KernelStatus::IsaUnavailable;
+void run_q8_gemm(const Q8GemmWeights& w, const float* x, int64_t m, int64_t x_stride, float* y, int64_t y_stride) {
   const int64_t blocks = w.cols / kQ8BlockCols;
   std::vector<uint8_t> codes(static_cast<size_t>(m * w.cols));
   std::vector<float> scales(static_cast<size_t>(m * blocks));
@@ -88,6 +87,22 @@ KernelStatus uniform_gemm_q8(const UniformWeightsView& w, const float* x, int64_
   args.y = y;
   args.y_stride = y_stride;
   q8_gemm_avx512vnni(args);
+}
+
+bool uniform_gemm_q8_supported(const UniformWeightsView& w, CpuIsa isa) {
+  return check_uniform_view(w) == KernelStatus::Ok && q8_gemm_layout_supported(w) && q8_gemm_isa_available(isa);
+}
+
+KernelStatus uniform_gemm_q8(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
+                             int64_t y_stride, CpuIsa isa) {
+  if (check_matmul_call(w, x, m, x_stride, y, y_stride) != KernelStatus::Ok || !q8_gemm_layout_supported(w))
+    return KernelStatus::InvalidArgument;
+  if (!q8_gemm_isa_available(isa)) return KernelStatus::IsaUnavailable;
+  Q8GemmWeights weights;
+  weights.uniform = &w;
+  weights.rows = w.rows;
+  weights.cols = w.cols;
+  run_q8_gemm(weights, x, m, x_stride, y, y_stride);
   return KernelStatus::Ok;
 }
 

@@ -81,6 +81,37 @@ void multiply_all_rows(const Q8GemmArgs& a, const Q8GemmTile& tile, int64_t n0) 
   }
 }
 
+// 64 4-bit codes from 32 bytes as bytes in column order (byte i: code 2i in the low nibble,
+// 2i + 1 in the high one); count columns, the rest zero.
+__m512i unpack_nibbles(const uint8_t* bytes, int64_t count) {
+  const __m512i low = _mm512_set1_epi16(0x000F), high = _mm512_set1_epi16(0x0F00);
+  const __m512i words = _mm512_cvtepu8_epi16(
+      _mm256_maskz_loadu_epi8(static_cast<__mmask32>(count == 64 ? 0xFFFFFFFFu : (1u << (count / 2)) - 1), bytes));
+  return _mm512_or_si512(_mm512_and_si512(words, low), _mm512_and_si512(_mm512_slli_epi16(words, 4), high));
+}
+
+// Row-major signed table entries of 4-bit LUT rows [n0, n0 + 32) into rows[32][cols]: one
+// vpshufb looks up 64 codes in the row's 16-entry int8 table (stored biased by 128).
+void unpack_lut_rows(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, int8_t* rows) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t r = 0; r < kQ8TileRows; ++r) {
+    const int64_t n = n0 + r;
+    int8_t* dst = rows + r * w.cols;
+    if (n >= w.rows) {
+      std::memset(dst, 0, static_cast<size_t>(w.cols));
+      continue;
+    }
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.tables + n * 16)));
+    const auto* bytes = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
+    for (int64_t k = 0; k < w.cols; k += 64) {
+      const int64_t count = w.cols - k < 64 ? w.cols - k : 64;
+      const __mmask64 valid = count == 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1;
+      const __m512i entries = _mm512_xor_si512(_mm512_shuffle_epi8(table, unpack_nibbles(bytes + k / 2, count)), bias);
+      _mm512_mask_storeu_epi8(dst + k, valid, entries);
+    }
+  }
+}
+
 // Row-major signed codes (code - zero) of weight rows [n0, n0 + 32) into rows[32][cols]: 4-
 // and 8-bit rows unpacked here, 64 codes per step; other widths by the baseline code.
 void unpack_rows(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
@@ -89,7 +120,6 @@ void unpack_rows(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
     return;
   }
   const int64_t groups = w.cols / w.group_cols;
-  const __m512i low = _mm512_set1_epi16(0x000F), high = _mm512_set1_epi16(0x0F00);
   for (int64_t t = 0; t < kQ8TileRows; ++t) {
     const int64_t n = n0 + t;
     int8_t* dst = rows + t * w.cols;
@@ -102,10 +132,8 @@ void unpack_rows(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
       const int64_t count = w.cols - k < 64 ? w.cols - k : 64;
       const __mmask64 valid = count == 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1;
       __m512i codes;
-      if (w.bits == 4) {  // byte i: code 2i in the low nibble, 2i + 1 in the high one
-        const __m512i words = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(static_cast<__mmask32>(
-            count == 64 ? 0xFFFFFFFFu : (1u << (count / 2)) - 1), bytes + k / 2));
-        codes = _mm512_or_si512(_mm512_and_si512(words, low), _mm512_and_si512(_mm512_slli_epi16(words, 4), high));
+      if (w.bits == 4) {
+        codes = unpack_nibbles(bytes + k / 2, count);
       } else {
         codes = _mm512_maskz_loadu_epi8(valid, bytes + k);
       }
@@ -123,8 +151,11 @@ void unpack_rows(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
 // Packs weight rows [n0, n0 + 32) into `tile` (uniform_q8_isa.h): each output vector of
 // a chunk gathers the 4 codes of 16 rows from the row-major codes; the block sums come
 // from vpdpbusd against bytes of 128.
-void pack_tile(const UniformWeightsView& w, int64_t n0, int8_t* rows, const Q8GemmTile& tile) {
-  unpack_rows(w, n0, rows);
+void pack_tile(const Q8GemmWeights& w, int64_t n0, int8_t* rows, const Q8GemmTile& tile) {
+  if (w.lut != nullptr)
+    unpack_lut_rows(*w.lut, *w.tables, n0, rows);
+  else
+    unpack_rows(*w.uniform, n0, rows);
   fill_q8_gemm_tile_scales(w, n0, tile);
   const int64_t blocks = w.cols / kQ8BlockCols;
   alignas(64) int32_t offsets[kLanes];

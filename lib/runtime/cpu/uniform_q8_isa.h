@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "runtime/cpu/lut_q8_kernels.h"  // LutQ8Tables
 #include "runtime/cpu/uniform_kernels.h"
 #include "runtime/cpu/uniform_q8_kernels.h"  // kQ8BlockCols
 
@@ -63,16 +64,28 @@ struct Q8GemmTile {
   float* scales = nullptr;   // [cols / 32][32]: the scale of the block's group; 0 past the last row
 };
 
+// The weights of a q8 GEMM: a uniform view, or a 4-bit LUT view with its int8 tables
+// (lut_q8_kernels.h), whose signed table entries play the part of code - zero and whose
+// row scale is every block's scale. rows and cols are the view's (set by whoever fills this:
+// no inline accessors in this header, uniform_isa.h says why).
+struct Q8GemmWeights {
+  const UniformWeightsView* uniform = nullptr;
+  const LutWeightsView* lut = nullptr;
+  const LutQ8Tables* tables = nullptr;
+  int64_t rows = 0, cols = 0;
+};
+
 // Baseline-code parts of packing a tile of weight rows [n0, n0 + 32) (rows past w.rows give
-// zeros): the codes minus their zero points, row-major into out[32][cols] (any width; the
-// VNNI kernel unpacks 4- and 8-bit rows itself), and tile.scales.
+// zeros): the codes minus their zero points (LUT: the signed table entries), row-major into
+// out[32][cols] (any width; the VNNI kernel unpacks 4- and 8-bit uniform and 4-bit LUT rows
+// itself), and tile.scales.
 void unpack_q8_gemm_rows(const UniformWeightsView& w, int64_t n0, int8_t* out);
-void fill_q8_gemm_tile_scales(const UniformWeightsView& w, int64_t n0, const Q8GemmTile& tile);
+void fill_q8_gemm_tile_scales(const Q8GemmWeights& w, int64_t n0, const Q8GemmTile& tile);
 
 // y[i, n] for i < m and every weight row n, from activation codes biased to unsigned
 // (x[i, k] = q + 128, as vpdpbusd takes them) and their block scales d[i, b].
 struct Q8GemmArgs {
-  const UniformWeightsView* w = nullptr;
+  const Q8GemmWeights* w = nullptr;
   int64_t m = 0;
   const uint8_t* x = nullptr;
   int64_t x_stride = 0;
@@ -82,6 +95,11 @@ struct Q8GemmArgs {
   int64_t y_stride = 0;
 };
 void q8_gemm_avx512vnni(const Q8GemmArgs& args);  // OpenMP over tiles of 32 weight rows
+
+// Quantizes x [m, w.cols] per q8 block and runs q8_gemm_avx512vnni into y (the caller has
+// checked the call and that the CPU has AVX-512 VNNI). Shared by uniform_gemm_q8 and
+// lut_gemm_q8.
+void run_q8_gemm(const Q8GemmWeights& w, const float* x, int64_t m, int64_t x_stride, float* y, int64_t y_stride);
 
 // quantize_q8_row in AVX-512 (the same operations per element, so the same codes and
 // scales bit for bit); the scalar loop does not vectorize (its max and NaN checks are

@@ -121,14 +121,18 @@ struct QuantizedRow {
 // the magnitude of what it sums, so with A = sum_k |(t + 128) q| d and B = 128 sum_k |q| d,
 //   |kernel - reference| <= (chunks + 8) u s (A + B) + (nnz + 5) u S_sparse + u |ref|,
 // S_sparse = sum |x * value| over the row's nonzeros (summed in float, then added).
-double kernel_bound(const Q8Lut& w, const QuantizedRow& xq, const float* x, int64_t n, float ref) {
+// The prefill GEMM (lut_gemm_q8) rounds once per block of 32 columns where the GEMV rounds
+// once per chunk: it passes `blocks` for `chunks` (2 roundings per block: the product
+// s * d and the FMA).
+double kernel_bound(const Q8Lut& w, const QuantizedRow& xq, const float* x, int64_t n, float ref,
+                    double steps = -1) {
   double a = 0.0, b = 0.0;
   for (int64_t k = 0; k < w.cols; ++k) {
     const double q = std::fabs(static_cast<double>(xq.q[static_cast<size_t>(k)])) * xq.scale(k);
     a += w.tables[static_cast<size_t>(n * 16 + w.codes[static_cast<size_t>(n * w.cols + k)])] * q;
     b += 128.0 * q;
   }
-  const double chunks = static_cast<double>((w.cols + 63) / 64);  // 3-bit chunks: 64 columns
+  const double chunks = steps >= 0 ? steps : static_cast<double>((w.cols + 63) / 64);  // 3-bit chunks: 64 columns
   return (chunks + 8) * kU * w.scales[static_cast<size_t>(n)] * (a + b) +
          static_cast<double>(w.nnz(n) + 5) * kU * w.sparse_magnitude(n, x) + kU * std::fabs(static_cast<double>(ref));
 }
@@ -238,6 +242,66 @@ TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundO
             }
           }
         }
+}
+
+// lut_gemm_q8 (the prefill GEMM): 4-bit only; 1, 5, 32, 33 and 70 weight rows (tiles of 32
+// and what is left), 32 to 1024 columns, dense and with CSR parts, 1 to 40 rows of x; within
+// the rounding bound of the same reference as the GEMV, nothing written outside y, and the
+// same bits on 1 and 2 threads.
+TEST_F(LutQ8KernelsVnni, GemmWithinRoundingBoundOfReference) {
+  uint32_t seed = 500;
+  for (int sparse_bits : {0, 16, 32})
+    for (int64_t rows : {1, 5, 32, 33, 70})
+      for (int64_t cols : {32, 96, 576, 1024}) {
+        const Q8Lut w(4, rows, cols, sparse_bits, ++seed);
+        ASSERT_TRUE(cpu::lut_gemm_q8_supported(w.view(), cpu::CpuIsa::Avx512));
+        const int64_t max_m = 40, x_stride = cols + test::kXPadding;
+        const std::vector<float> x = test::activations(max_m, cols, x_stride, seed);
+        std::vector<float> ref(static_cast<size_t>(max_m * rows));
+        ASSERT_EQ(cpu::lut_gemv_q8_reference(w.view(), w.q8(), x.data(), max_m, x_stride, ref.data(), rows),
+                  KernelStatus::Ok);
+        for (int64_t m : {1, 7, 13, 40}) {
+          SCOPED_TRACE("lut4 [" + std::to_string(rows) + " x " + std::to_string(cols) + "] csr " +
+                       std::to_string(sparse_bits) + " m=" + std::to_string(m));
+          test::GuardedOutput y(m, rows, rows + test::kYPadding);
+          ASSERT_EQ(cpu::lut_gemm_q8(w.view(), w.q8(), x.data(), m, x_stride, y.data(), y.stride(), cpu::CpuIsa::Avx512),
+                    KernelStatus::Ok);
+          ASSERT_TRUE(y.guards_intact());
+          const double blocks = static_cast<double>(cols / cpu::kQ8BlockCols);
+          for (int64_t i = 0; i < m; ++i) {
+            const float* xi = x.data() + i * x_stride;
+            const QuantizedRow xq(xi, cols);
+            for (int64_t n = 0; n < rows; ++n) {
+              const float r = ref[static_cast<size_t>(i * rows + n)], got = y.at(i, n);
+              ASSERT_LE(std::fabs(static_cast<double>(got) - r), kernel_bound(w, xq, xi, n, r, 2 * blocks))
+                  << "y[" << i << ", " << n << "] = " << got << ", reference " << r;
+            }
+          }
+          if (m == max_m) {
+            const int threads = omp_get_max_threads();
+            omp_set_num_threads(threads == 1 ? 2 : 1);
+            test::GuardedOutput again(m, rows, rows + test::kYPadding);
+            ASSERT_EQ(cpu::lut_gemm_q8(w.view(), w.q8(), x.data(), m, x_stride, again.data(), again.stride(),
+                                       cpu::CpuIsa::Avx512),
+                      KernelStatus::Ok);
+            omp_set_num_threads(threads);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t n = 0; n < rows; ++n) ASSERT_EQ(again.at(i, n), y.at(i, n)) << "y[" << i << ", " << n << "]";
+          }
+        }
+      }
+}
+
+TEST(LutQ8Kernels, GemmTakesFourBitWholeBlocksOnly) {
+  const Q8Lut w3(3, 3, 64, 0, 8), odd(4, 3, 40, 0, 9), w4(4, 3, 64, 0, 10);
+  std::vector<float> x(64, 1.0f), y(3);
+  EXPECT_FALSE(cpu::lut_gemm_q8_supported(w3.view(), cpu::CpuIsa::Avx512));
+  EXPECT_FALSE(cpu::lut_gemm_q8_supported(odd.view(), cpu::CpuIsa::Avx512));  // 40 columns: not whole blocks
+  EXPECT_FALSE(cpu::lut_gemm_q8_supported(w4.view(), cpu::CpuIsa::Avx2));
+  EXPECT_EQ(cpu::lut_gemm_q8(w3.view(), w3.q8(), x.data(), 1, 64, y.data(), 3, cpu::CpuIsa::Avx512),
+            KernelStatus::InvalidArgument);
+  EXPECT_EQ(cpu::lut_gemm_q8(odd.view(), odd.q8(), x.data(), 1, 40, y.data(), 3, cpu::CpuIsa::Avx512),
+            KernelStatus::InvalidArgument);
 }
 
 // The packed codes end right before an unreadable page: a kernel reading past the last
