@@ -205,12 +205,17 @@ LlamaModel::~LlamaModel() = default;
 
 namespace {
 
-// How many of the model's linears (decoder layers and head) satisfy `pick`, out of all.
-template <typename Layers, typename Pick>
-std::pair<int64_t, int64_t> count_linears(const Layers& layers, const Linear* head, Pick pick) {
+// How many of the model's linears (decoder layers and head) run an int8 path, out of all:
+// uniform linears whose `uniform_on` says so and LUT (squeezellm) linears whose `lut_on` does.
+template <typename Layers>
+std::pair<int64_t, int64_t> count_int8_linears(const Layers& layers, const Linear* head,
+                                               bool (QuantLinear::*uniform_on)() const,
+                                               bool (LutLinear::*lut_on)() const) {
   std::pair<int64_t, int64_t> counts{0, 0};
   const auto count = [&](const Linear* lin) {
-    counts.first += pick(lin) ? 1 : 0;
+    const auto* q = dynamic_cast<const QuantLinear*>(lin);
+    const auto* l = dynamic_cast<const LutLinear*>(lin);
+    counts.first += (q != nullptr && (q->*uniform_on)()) || (l != nullptr && (l->*lut_on)()) ? 1 : 0;
     ++counts.second;
   };
   for (const auto& L : layers)
@@ -223,20 +228,11 @@ std::pair<int64_t, int64_t> count_linears(const Layers& layers, const Linear* he
 }  // namespace
 
 std::pair<int64_t, int64_t> LlamaModel::int8_prefill_linears() const {
-  return count_linears(layers_, lm_head_.get(), [](const Linear* lin) {
-    if (const auto* q = dynamic_cast<const QuantLinear*>(lin)) return q->int8_prefill();
-    const auto* l = dynamic_cast<const LutLinear*>(lin);
-    return l != nullptr && l->int8_prefill();
-  });
+  return count_int8_linears(layers_, lm_head_.get(), &QuantLinear::int8_prefill, &LutLinear::int8_prefill);
 }
 
-// Uniform and LUT (squeezellm) linears both decode on int8 activations where they can.
 std::pair<int64_t, int64_t> LlamaModel::int8_decode_linears() const {
-  return count_linears(layers_, lm_head_.get(), [](const Linear* lin) {
-    if (const auto* q = dynamic_cast<const QuantLinear*>(lin)) return q->int8_decode();
-    const auto* l = dynamic_cast<const LutLinear*>(lin);
-    return l != nullptr && l->int8_decode();
-  });
+  return count_int8_linears(layers_, lm_head_.get(), &QuantLinear::int8_decode, &LutLinear::int8_decode);
 }
 
 DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const {

@@ -55,8 +55,9 @@ struct RuntimeOptions {
   // Forward passes of more than cpu::kMaxGemvRows tokens (prompts, perplexity and
   // calibration windows) multiply the 2/3/4-bit and symmetric 8-bit packed linears on int8
   // activations likewise (cpu::uniform_gemm_q8, AVX-512 VNNI; 4-bit LUT linears with int8
-  // centroids, cpu::lut_gemm_q8) instead of dequantizing them into an f32 GEMM. Off by default: it changes perplexity, and the f32 GEMM is the
-  // reference every quality table so far used.
+  // centroids, cpu::lut_gemm_q8) instead of dequantizing them into an f32 GEMM. Off by
+  // default: it changes perplexity, and the f32 GEMM is the reference every quality table
+  // so far used.
   bool int8_prefill_activations = false;
 };
 

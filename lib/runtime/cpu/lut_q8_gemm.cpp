@@ -54,11 +54,15 @@ void add_sparse_part(const LutWeightsView& w, const Col* col, const float* x, in
   }
 }
 
+// 4-bit codes in whole activation blocks: what the VNNI tile kernel and its vpshufb unpacking take.
+bool layout_supported(const LutWeightsView& w) { return w.bits == 4 && w.cols % kQ8BlockCols == 0; }
+
+bool isa_available(CpuIsa isa) { return isa == CpuIsa::Avx512 && cpu_supports(isa) && cpu_has_avx512_vnni(); }
+
 }  // namespace
 
 bool lut_gemm_q8_supported(const LutWeightsView& w, CpuIsa isa) {
-  return check_lut_view(w) == KernelStatus::Ok && w.bits == 4 && w.cols % kQ8BlockCols == 0 &&
-         isa == CpuIsa::Avx512 && cpu_supports(isa) && cpu_has_avx512_vnni();
+  return check_lut_view(w) == KernelStatus::Ok && layout_supported(w) && isa_available(isa);
 }
 
 KernelStatus lut_gemm_q8(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
@@ -66,8 +70,8 @@ KernelStatus lut_gemm_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
   if (check_lut_view(w) != KernelStatus::Ok || t.tables == nullptr || t.scales == nullptr || m < 0 ||
       (m > 0 && (x == nullptr || y == nullptr)) || x_stride < w.cols || y_stride < w.rows)
     return KernelStatus::InvalidArgument;
-  if (w.bits != 4 || w.cols % kQ8BlockCols != 0) return KernelStatus::InvalidArgument;
-  if (!lut_gemm_q8_supported(w, isa)) return KernelStatus::IsaUnavailable;
+  if (!layout_supported(w)) return KernelStatus::InvalidArgument;
+  if (!isa_available(isa)) return KernelStatus::IsaUnavailable;
   if (m == 0) return KernelStatus::Ok;
   Q8GemmWeights weights;
   weights.lut = &w;
