@@ -88,6 +88,7 @@ void lut_q8_sparse_rows(const LutQ8Batch& b, const Col* col, int64_t row0, int64
   const LutWeightsView& w = *b.w;
   for (int64_t n = row0; n < row1; ++n) {
     const int64_t begin = w.row_ptr[n], count = w.row_ptr[n + 1] - begin;
+    prefetch_csr_ahead(col, w.val, begin);
     if (count == 0) continue;
     for (int i = 0; i < M; ++i)
       b.y[i * b.y_stride + n] += Avx512::sparse_dot(b.x + i * b.x_stride, col + begin, w.val + begin, count);

@@ -59,6 +59,7 @@ template <class Simd, typename Col, int M>
 FSQ_ALWAYS_INLINE inline void sparse_row(const LutGemvBatch& b, const Col* col, int64_t n, float* sparse) {
   const LutWeightsView& w = *b.w;
   const int64_t begin = w.row_ptr[n], count = w.row_ptr[n + 1] - begin;
+  prefetch_csr_ahead(col, w.val, begin);
   for (int i = 0; i < M; ++i)
     sparse[i] = count > 0 ? Simd::sparse_dot(b.x + i * b.x_stride, col + begin, w.val + begin, count) : 0.0f;
 }

@@ -32,4 +32,27 @@ __attribute__((always_inline)) static inline void prefetch_streamed_lines(const 
     prefetch_streamed(static_cast<const char*>(p) + b);
 }
 
+// The CSR pass of the LUT GEMVs reads each row's columns and values as two short runs, too
+// short for the hardware prefetcher to get ahead of: ask for the two lines of each run that
+// lie kCsrPrefetchNonzeros further on. At 0.45 % nonzeros and 11008 columns, read from DRAM,
+// this took the pass from about 98 to 85 us (4096 rows, 1 thread).
+inline constexpr int64_t kCsrPrefetchNonzeros = 768;
+
+template <typename Col>
+__attribute__((always_inline)) static inline void prefetch_csr_ahead(const Col* col, const uint16_t* val,
+                                                                     int64_t begin) {
+  // Addresses past the arrays' ends are fine for a prefetch; computed as integers so no
+  // pointer is formed outside its array.
+  const auto at = [begin](const auto* base) {
+    const auto bytes = static_cast<uintptr_t>(begin + kCsrPrefetchNonzeros) * sizeof(*base);
+    return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(base) + bytes);
+  };
+  const char* c = at(col);
+  const char* v = at(val);
+  prefetch_to_l2(c);
+  prefetch_to_l2(c + kCacheLine);
+  prefetch_to_l2(v);
+  prefetch_to_l2(v + kCacheLine);
+}
+
 }  // namespace fsq::cpu
