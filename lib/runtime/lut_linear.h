@@ -59,7 +59,7 @@ class LutLinear final : public Linear {
   void set_int8_decode(bool on);
   bool int8_decode() const { return int8_decode_; }
   // Asks forward() to multiply more than cpu::kMaxGemvRows rows (prompts, perplexity windows)
-  // on int8 activations and int8 centroids (cpu::lut_gemm_q8: 4-bit codes, AVX-512 VNNI)
+  // on int8 activations and int8 centroids (cpu::lut_gemm_q8: AVX-512 VNNI; 3-bit codes also VBMI)
   // instead of dequantizing into an f32 GEMM, as QuantLinear::set_int8_prefill does for the
   // uniform types; int8_prefill() says whether it does.
   void set_int8_prefill(bool on);

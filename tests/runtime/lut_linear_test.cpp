@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/half.h"
 #include "cpu/uniform_test_support.h"
+#include "runtime/cpu/int8_kernels.h"  // cpu_has_avx512_vnni
 #include "runtime/cpu/lut_q8_kernels.h"
 
 namespace fsq {
@@ -148,7 +149,7 @@ TEST(LutLinear, Int8DecodeRunsTheQ8KernelOnlyInForwardRows) {
 
 // set_int8_prefill: forward() of more than kMaxGemvRows rows multiplies on int8 activations
 // and centroids exactly as cpu::lut_gemm_q8 does, bias added; fewer rows stay exact; off
-// again, forward is exact. 3-bit codes (no such kernel) and CPUs without AVX-512 VNNI keep
+// again, forward is exact. CPUs without AVX-512 VNNI (and, for 3-bit codes, VBMI) keep
 // int8_prefill() false and the exact path.
 TEST(LutLinear, Int8PrefillRunsTheQ8GemmOnPrompts) {
   for (int bits : {3, 4}) {
@@ -162,7 +163,8 @@ TEST(LutLinear, Int8PrefillRunsTheQ8GemmOnPrompts) {
     linear.set_int8_prefill(true);
     SCOPED_TRACE(linear.describe());
     EXPECT_EQ(linear.int8_prefill(), cpu::lut_gemm_q8_supported(linear.weights_view(), cpu::selected_cpu_isa()));
-    if (bits == 3) EXPECT_FALSE(linear.int8_prefill());
+    const bool vnni = cpu::selected_cpu_isa() == cpu::CpuIsa::Avx512 && cpu::cpu_has_avx512_vnni();
+    EXPECT_EQ(linear.int8_prefill(), vnni && (bits == 4 || cpu::cpu_has_avx512_vbmi()));
     const std::vector<float> got = to_vector(linear.forward(to_tensor(x, {m, cols})));
     if (linear.int8_prefill()) {
       std::vector<uint8_t> tables(static_cast<size_t>(rows * 16));

@@ -30,10 +30,11 @@ void add_decode_flags(CLI::App* app, RuntimeFlags& flags) {
       ->capture_default_str()
       ->check(CLI::IsMember({"int8", "f32"}));
   app->add_option("--prefill-activations", flags.prefill_activations,
-                  "inputs of the 2/3/4-bit and symmetric 8-bit linears (and 4-bit squeezellm LUTs with their "
-                  "centroids rounded to int8) in prompts and perplexity windows: int8 per 32 columns multiplied in "
-                  "integers (AVX-512 VNNI; as llama.cpp processes prompts; SmolLM2 W4: KL vs fp +1 % uniform, +4-8 % "
-                  "squeezellm, perplexity +0.3-0.4 %), or f32 (exact: dequantized weights, f32 GEMM)")
+                  "inputs of the 2/3/4-bit and symmetric 8-bit linears (and squeezellm LUTs with their centroids "
+                  "rounded to int8) in prompts and perplexity windows: int8 per 32 columns multiplied in integers "
+                  "(AVX-512 VNNI, 3-bit LUTs also VBMI; as llama.cpp processes prompts; SmolLM2 W4: KL vs fp +1 % "
+                  "uniform, +4-8 % squeezellm, W3 squeezellm +2 %, perplexity +0.3-1.5 %), or f32 (exact: "
+                  "dequantized weights, f32 GEMM)")
       ->capture_default_str()
       ->check(CLI::IsMember({"int8", "f32"}));
 }

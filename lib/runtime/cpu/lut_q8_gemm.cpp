@@ -1,4 +1,4 @@
-// lut_gemm_q8: the prefill GEMM of 4-bit LUT weights on int8 activations. The dense part is
+// lut_gemm_q8: the prefill GEMM of 3- and 4-bit LUT weights on int8 activations. The dense part is
 // uniform_gemm_q8's VNNI kernel with each row's int8 table entries in place of code - zero
 // (uniform_q8_isa.h, Q8GemmWeights); the CSR part is added in float afterwards, one weight
 // row at a time over all rows of x at once (x transposed, so each nonzero is one
@@ -54,15 +54,18 @@ void add_sparse_part(const LutWeightsView& w, const Col* col, const float* x, in
   }
 }
 
-// 4-bit codes in whole activation blocks: what the VNNI tile kernel and its vpshufb unpacking take.
-bool layout_supported(const LutWeightsView& w) { return w.bits == 4 && w.cols % kQ8BlockCols == 0; }
+// Whole activation blocks: what the VNNI tile kernel takes.
+bool layout_supported(const LutWeightsView& w) { return (w.bits == 4 || w.bits == 3) && w.cols % kQ8BlockCols == 0; }
 
-bool isa_available(CpuIsa isa) { return isa == CpuIsa::Avx512 && cpu_supports(isa) && cpu_has_avx512_vnni(); }
+// 3-bit rows are unpacked with VBMI's byte permutes (lut_q8_avx512vbmi.cpp).
+bool isa_available(const LutWeightsView& w, CpuIsa isa) {
+  return isa == CpuIsa::Avx512 && cpu_supports(isa) && cpu_has_avx512_vnni() && (w.bits == 4 || cpu_has_avx512_vbmi());
+}
 
 }  // namespace
 
 bool lut_gemm_q8_supported(const LutWeightsView& w, CpuIsa isa) {
-  return check_lut_view(w) == KernelStatus::Ok && layout_supported(w) && isa_available(isa);
+  return check_lut_view(w) == KernelStatus::Ok && layout_supported(w) && isa_available(w, isa);
 }
 
 KernelStatus lut_gemm_q8(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
@@ -71,7 +74,7 @@ KernelStatus lut_gemm_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
       (m > 0 && (x == nullptr || y == nullptr)) || x_stride < w.cols || y_stride < w.rows)
     return KernelStatus::InvalidArgument;
   if (!layout_supported(w)) return KernelStatus::InvalidArgument;
-  if (!isa_available(isa)) return KernelStatus::IsaUnavailable;
+  if (!isa_available(w, isa)) return KernelStatus::IsaUnavailable;
   if (m == 0) return KernelStatus::Ok;
   Q8GemmWeights weights;
   weights.lut = &w;

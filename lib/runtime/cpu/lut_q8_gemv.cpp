@@ -33,11 +33,6 @@ UniformWeightsView panel_view(const LutWeightsView& w) {
   return v;
 }
 
-bool cpu_has_avx512_vbmi() {
-  static const bool vbmi = __builtin_cpu_supports("avx512vbmi");
-  return vbmi;
-}
-
 bool check_call(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
                 const float* y, int64_t y_stride) {
   if (check_lut_view(w) != KernelStatus::Ok || t.tables == nullptr || t.scales == nullptr) return false;
@@ -45,6 +40,11 @@ bool check_call(const LutWeightsView& w, const LutQ8Tables& t, const float* x, i
 }
 
 }  // namespace
+
+bool cpu_has_avx512_vbmi() {
+  static const bool vbmi = cpu_supports(CpuIsa::Avx512) && __builtin_cpu_supports("avx512vbmi");
+  return vbmi;
+}
 
 void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales) {
   const int64_t levels = int64_t{1} << w.bits;

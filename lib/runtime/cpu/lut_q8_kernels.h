@@ -44,11 +44,14 @@ KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t
 KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
                          float* y, int64_t y_stride, CpuIsa isa);
 
+// Whether the CPU has AVX-512 VBMI (the 3-bit q8 kernels' byte permutes).
+bool cpu_has_avx512_vbmi();
+
 // The prefill GEMM on int8 activations, any number of rows of x, with the same spec as
 // lut_gemv_q8_reference: the int8 table entries of each tile of 32 weight rows are
 // looked up once (vpshufb) and multiplied by every row of x (the VNNI kernel of
-// uniform_gemm_q8, uniform_q8_isa.h); the CSR part is added in float. 4-bit codes, cols a
-// multiple of 32, and a CPU with AVX-512 VNNI (3-bit LUTs keep the f32 prefill).
+// uniform_gemm_q8, uniform_q8_isa.h); the CSR part is added in float. cols a multiple of
+// 32 and a CPU with AVX-512 VNNI; 3-bit codes also need AVX-512 VBMI (to unpack them).
 bool lut_gemm_q8_supported(const LutWeightsView& w, CpuIsa isa);
 // The caller has run check_lut_sparse on w (as for every LUT kernel). InvalidArgument when the
 // call or the layout is unsupported, IsaUnavailable without VNNI.

@@ -152,7 +152,9 @@ void unpack_rows(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
 // a chunk gathers the 4 codes of 16 rows from the row-major codes; the block sums come
 // from vpdpbusd against bytes of 128.
 void pack_tile(const Q8GemmWeights& w, int64_t n0, int8_t* rows, const Q8GemmTile& tile) {
-  if (w.lut != nullptr)
+  if (w.lut != nullptr && w.lut->bits == 3)
+    unpack_lut3_rows_avx512vbmi(*w.lut, *w.tables, n0, rows);
+  else if (w.lut != nullptr)
     unpack_lut_rows(*w.lut, *w.tables, n0, rows);
   else
     unpack_rows(*w.uniform, n0, rows);

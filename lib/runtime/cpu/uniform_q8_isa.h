@@ -64,7 +64,7 @@ struct Q8GemmTile {
   float* scales = nullptr;   // [cols / 32][32]: the scale of the block's group; 0 past the last row
 };
 
-// The weights of a q8 GEMM: a uniform view, or a 4-bit LUT view with its int8 tables
+// The weights of a q8 GEMM: a uniform view, or a 3- or 4-bit LUT view with its int8 tables
 // (lut_q8_kernels.h), whose signed table entries play the part of code - zero and whose
 // row scale is every block's scale. rows and cols are the view's (set by whoever fills this:
 // no inline accessors in this header, uniform_isa.h says why).
@@ -78,8 +78,11 @@ struct Q8GemmWeights {
 // Baseline-code parts of packing a tile of weight rows [n0, n0 + 32) (rows past w.rows give
 // zeros): the codes minus their zero points (LUT: the signed table entries), row-major into
 // out[32][cols] (any width; the VNNI kernel unpacks 4- and 8-bit uniform and 4-bit LUT rows
-// itself), and tile.scales.
+// itself, 3-bit LUT rows with the VBMI function below), and tile.scales.
 void unpack_q8_gemm_rows(const UniformWeightsView& w, int64_t n0, int8_t* out);
+// The signed table entries of 3-bit LUT rows [n0, n0 + 32), row-major into out[32][cols]
+// (rows past w.rows give zeros); lut_q8_avx512vbmi.cpp, for CPUs with AVX-512 VBMI.
+void unpack_lut3_rows_avx512vbmi(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, int8_t* out);
 void fill_q8_gemm_tile_scales(const Q8GemmWeights& w, int64_t n0, const Q8GemmTile& tile);
 
 // y[i, n] for i < m and every weight row n, from activation codes biased to unsigned

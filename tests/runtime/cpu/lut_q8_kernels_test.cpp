@@ -244,16 +244,22 @@ TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundO
         }
 }
 
-// lut_gemm_q8 (the prefill GEMM): 4-bit only; 1, 5, 32, 33 and 70 weight rows (tiles of 32
-// and what is left), 32 to 1024 columns, dense and with CSR parts, 1 to 40 rows of x; within
-// the rounding bound of the same reference as the GEMV, nothing written outside y, and the
-// same bits on 1 and 2 threads.
+// lut_gemm_q8 (the prefill GEMM): 4- and 3-bit codes (3-bit where the CPU has VBMI); 1, 5,
+// 32, 33 and 70 weight rows (tiles of 32 and what is left), 32 to 1024 columns (3-bit: a
+// chunk of 64 and half of one), dense and with CSR parts, 1 to 40 rows of x; within the
+// rounding bound of the same reference as the GEMV, nothing written outside y, and the same
+// bits on 1 and 2 threads.
 TEST_F(LutQ8KernelsVnni, GemmWithinRoundingBoundOfReference) {
   uint32_t seed = 500;
+  for (int bits : {4, 3})
   for (int sparse_bits : {0, 16, 32})
     for (int64_t rows : {1, 5, 32, 33, 70})
       for (int64_t cols : {32, 96, 576, 1024}) {
-        const Q8Lut w(4, rows, cols, sparse_bits, ++seed);
+        const Q8Lut w(bits, rows, cols, sparse_bits, ++seed);
+        if (bits == 3 && !cpu::cpu_has_avx512_vbmi()) {
+          ASSERT_FALSE(cpu::lut_gemm_q8_supported(w.view(), cpu::CpuIsa::Avx512));
+          continue;
+        }
         ASSERT_TRUE(cpu::lut_gemm_q8_supported(w.view(), cpu::CpuIsa::Avx512));
         const int64_t max_m = 40, x_stride = cols + test::kXPadding;
         const std::vector<float> x = test::activations(max_m, cols, x_stride, seed);
@@ -261,8 +267,8 @@ TEST_F(LutQ8KernelsVnni, GemmWithinRoundingBoundOfReference) {
         ASSERT_EQ(cpu::lut_gemv_q8_reference(w.view(), w.q8(), x.data(), max_m, x_stride, ref.data(), rows),
                   KernelStatus::Ok);
         for (int64_t m : {1, 7, 13, 40}) {
-          SCOPED_TRACE("lut4 [" + std::to_string(rows) + " x " + std::to_string(cols) + "] csr " +
-                       std::to_string(sparse_bits) + " m=" + std::to_string(m));
+          SCOPED_TRACE("lut" + std::to_string(bits) + " [" + std::to_string(rows) + " x " + std::to_string(cols) +
+                       "] csr " + std::to_string(sparse_bits) + " m=" + std::to_string(m));
           test::GuardedOutput y(m, rows, rows + test::kYPadding);
           ASSERT_EQ(cpu::lut_gemm_q8(w.view(), w.q8(), x.data(), m, x_stride, y.data(), y.stride(), cpu::CpuIsa::Avx512),
                     KernelStatus::Ok);
@@ -292,20 +298,26 @@ TEST_F(LutQ8KernelsVnni, GemmWithinRoundingBoundOfReference) {
       }
 }
 
-TEST(LutQ8Kernels, GemmTakesFourBitWholeBlocksOnly) {
-  const Q8Lut w3(3, 3, 64, 0, 8), odd(4, 3, 40, 0, 9), w4(4, 3, 64, 0, 10);
+TEST(LutQ8Kernels, GemmTakesWholeBlocksAndThreeBitOnlyWithVbmi) {
+  const Q8Lut w3(3, 3, 64, 0, 8), odd(4, 3, 40, 0, 9), odd3(3, 3, 40, 0, 11), w4(4, 3, 64, 0, 10);
   std::vector<float> x(64, 1.0f), y(3);
-  EXPECT_FALSE(cpu::lut_gemm_q8_supported(w3.view(), cpu::CpuIsa::Avx512));
+  const bool vnni = cpu::cpu_supports(cpu::CpuIsa::Avx512) && cpu::cpu_has_avx512_vnni();
+  EXPECT_EQ(cpu::lut_gemm_q8_supported(w3.view(), cpu::CpuIsa::Avx512), vnni && cpu::cpu_has_avx512_vbmi());
   EXPECT_FALSE(cpu::lut_gemm_q8_supported(odd.view(), cpu::CpuIsa::Avx512));  // 40 columns: not whole blocks
+  EXPECT_FALSE(cpu::lut_gemm_q8_supported(odd3.view(), cpu::CpuIsa::Avx512));
   EXPECT_FALSE(cpu::lut_gemm_q8_supported(w4.view(), cpu::CpuIsa::Avx2));
-  EXPECT_EQ(cpu::lut_gemm_q8(w3.view(), w3.q8(), x.data(), 1, 64, y.data(), 3, cpu::CpuIsa::Avx512),
-            KernelStatus::InvalidArgument);
+  EXPECT_FALSE(cpu::lut_gemm_q8_supported(w3.view(), cpu::CpuIsa::Avx2));
   EXPECT_EQ(cpu::lut_gemm_q8(odd.view(), odd.q8(), x.data(), 1, 40, y.data(), 3, cpu::CpuIsa::Avx512),
             KernelStatus::InvalidArgument);
+  EXPECT_EQ(cpu::lut_gemm_q8(odd3.view(), odd3.q8(), x.data(), 1, 40, y.data(), 3, cpu::CpuIsa::Avx512),
+            KernelStatus::InvalidArgument);
+  EXPECT_EQ(cpu::lut_gemm_q8(w3.view(), w3.q8(), x.data(), 1, 64, y.data(), 3, cpu::CpuIsa::Avx2),
+            KernelStatus::IsaUnavailable);
 }
 
-// The packed codes end right before an unreadable page: a kernel reading past the last
-// row's codes crashes; it must give the same bits as from an ordinary buffer.
+// The packed codes end right before an unreadable page: a kernel (the GEMV, and the GEMM
+// where the columns are whole blocks) reading past the last row's codes crashes; it must
+// give the same bits as from an ordinary buffer.
 TEST_F(LutQ8KernelsVnni, ReadsNothingPastTheCodes) {
   for (int bits : {4, 3})
     for (int64_t cols : {8, 64, 72, 120, 128, 576, 1000})
@@ -321,6 +333,11 @@ TEST_F(LutQ8KernelsVnni, ReadsNothingPastTheCodes) {
         std::vector<float> got(static_cast<size_t>(m * rows)), want(got.size());
         EXPECT_EQ(cpu::lut_gemv_q8(v, w.q8(), x.data(), m, cols, got.data(), rows, cpu::CpuIsa::Avx512), KernelStatus::Ok);
         EXPECT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, cpu::CpuIsa::Avx512),
+                  KernelStatus::Ok);
+        EXPECT_EQ(got, want);
+        if (!cpu::lut_gemm_q8_supported(v, cpu::CpuIsa::Avx512)) continue;  // not whole blocks
+        EXPECT_EQ(cpu::lut_gemm_q8(v, w.q8(), x.data(), m, cols, got.data(), rows, cpu::CpuIsa::Avx512), KernelStatus::Ok);
+        EXPECT_EQ(cpu::lut_gemm_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, cpu::CpuIsa::Avx512),
                   KernelStatus::Ok);
         EXPECT_EQ(got, want);
       }
