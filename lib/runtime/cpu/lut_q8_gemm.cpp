@@ -1,8 +1,8 @@
 // lut_gemm_q8: the prefill GEMM of 3- and 4-bit LUT weights on int8 activations. The dense part is
 // uniform_gemm_q8's VNNI kernel with each row's int8 table entries in place of code - zero
 // (uniform_q8_isa.h, Q8GemmWeights); the CSR part is added in float afterwards, one weight
-// row at a time over all rows of x at once (x transposed, so each nonzero is one
-// vectorizable pass over the prompt's rows).
+// row at a time over a block of rows of x (x transposed, so each nonzero is one
+// vectorizable pass over the block's rows).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -10,12 +10,18 @@
 #include "common/half.h"
 #include "runtime/cpu/int8_kernels.h"  // cpu_has_avx512_vnni
 #include "runtime/cpu/lut_q8_kernels.h"
+#include "runtime/cpu/transpose.h"
 #include "runtime/cpu/uniform_q8_isa.h"
 
 namespace fsq::cpu {
 namespace {
 
-constexpr int64_t kTransposeTile = 16;  // x is transposed in 16 x 16 tiles (cache lines both ways)
+constexpr int64_t kTransposeTile = 16;  // threads take strips of 16 columns of x (rows of y)
+// The rows of x are taken in blocks whose transposed copy (cols x block floats) stays within
+// about this many bytes, so that every nonzero's pass over its column of the block reads L2,
+// not DRAM (a whole 2048-token window of SmolLM2's down_proj transposed is 12.6 MB).
+constexpr int64_t kSparseBlockBytes = int64_t{256} << 10;
+constexpr int64_t kMinSparseBlockRows = 16, kMaxSparseBlockRows = 256;
 
 // sum[i] += v * column[i] for i < m: vectorizes (no aliasing; an AVX-512 version measured no
 // faster on SmolLM2's prompts).
@@ -23,34 +29,40 @@ void axpy(float v, const float* __restrict column, float* __restrict sum, int64_
   for (int64_t i = 0; i < m; ++i) sum[i] += v * column[i];
 }
 
+int64_t sparse_block_rows(int64_t cols) {
+  const int64_t fit = kSparseBlockBytes / (cols * int64_t{sizeof(float)});
+  return std::clamp(fit / kMinSparseBlockRows * kMinSparseBlockRows, kMinSparseBlockRows, kMaxSparseBlockRows);
+}
+
+// y[i, n] += sum over row n's nonzeros of x[i, col] * val, for rows i of x in blocks of
+// sparse_block_rows: each element is summed over its row's nonzeros in order, whatever the
+// blocks and threads.
 template <typename Col>
 void add_sparse_part(const LutWeightsView& w, const Col* col, const float* x, int64_t m, int64_t x_stride, float* y,
                      int64_t y_stride) {
-  std::vector<float> xt(static_cast<size_t>(w.cols * m));  // xt[k * m + i] = x[i, k]
-  std::vector<float> yt(static_cast<size_t>(w.rows * m));
+  const int64_t block = std::min(m, sparse_block_rows(w.cols));
+  std::vector<float> xt(static_cast<size_t>(w.cols * block));  // xt[k * mb + i] = x[i0 + i, k]
+  std::vector<float> yt(static_cast<size_t>(w.rows * block));
 #pragma omp parallel
-  {
+  for (int64_t i0 = 0; i0 < m; i0 += block) {
+    const int64_t mb = std::min(block, m - i0);
+    const float* xb = x + i0 * x_stride;
+    float* yb = y + i0 * y_stride;
 #pragma omp for schedule(static)
     for (int64_t k0 = 0; k0 < w.cols; k0 += kTransposeTile)
-      for (int64_t i0 = 0; i0 < m; i0 += kTransposeTile)
-        for (int64_t k = k0; k < std::min(w.cols, k0 + kTransposeTile); ++k)
-          for (int64_t i = i0; i < std::min(m, i0 + kTransposeTile); ++i)
-            xt[static_cast<size_t>(k * m + i)] = x[i * x_stride + k];
-    // yt[n * m + i]: row n's sparse sums, contiguous, then added into y in tiles (adding them
+      transpose_f32(xb + k0, x_stride, mb, std::min(kTransposeTile, w.cols - k0), xt.data() + k0 * mb, mb);
+    // yt[n * mb + i]: row n's sparse sums, contiguous, then added into y in tiles (adding them
     // row by row strides through y and missed the cache on every element).
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < w.rows; ++n) {
-      float* sum = yt.data() + n * m;
-      std::fill(sum, sum + m, 0.0f);
+      float* sum = yt.data() + n * mb;
+      std::fill(sum, sum + mb, 0.0f);
       for (int32_t e = w.row_ptr[n]; e < w.row_ptr[n + 1]; ++e)
-        axpy(f16_to_f32(w.val[e]), xt.data() + static_cast<int64_t>(col[e]) * m, sum, m);
+        axpy(f16_to_f32(w.val[e]), xt.data() + static_cast<int64_t>(col[e]) * mb, sum, mb);
     }
 #pragma omp for schedule(static)
     for (int64_t n0 = 0; n0 < w.rows; n0 += kTransposeTile)
-      for (int64_t i0 = 0; i0 < m; i0 += kTransposeTile)
-        for (int64_t i = i0; i < std::min(m, i0 + kTransposeTile); ++i)
-          for (int64_t n = n0; n < std::min(w.rows, n0 + kTransposeTile); ++n)
-            y[i * y_stride + n] += yt[static_cast<size_t>(n * m + i)];
+      add_transposed_f32(yt.data() + n0 * mb, mb, std::min(kTransposeTile, w.rows - n0), mb, yb + n0, y_stride);
   }
 }
 

@@ -246,7 +246,8 @@ TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundO
 
 // lut_gemm_q8 (the prefill GEMM): 4- and 3-bit codes (3-bit where the CPU has VBMI); 1, 5,
 // 32, 33 and 70 weight rows (tiles of 32 and what is left), 32 to 1024 columns (3-bit: a
-// chunk of 64 and half of one), dense and with CSR parts, 1 to 40 rows of x; within the
+// chunk of 64 and half of one), dense and with CSR parts, 1 to 40 rows of x (150 at 1024
+// columns, several blocks of the sparse part); within the
 // rounding bound of the same reference as the GEMV, nothing written outside y, and the same
 // bits on 1 and 2 threads.
 TEST_F(LutQ8KernelsVnni, GemmWithinRoundingBoundOfReference) {
@@ -261,12 +262,13 @@ TEST_F(LutQ8KernelsVnni, GemmWithinRoundingBoundOfReference) {
           continue;
         }
         ASSERT_TRUE(cpu::lut_gemm_q8_supported(w.view(), cpu::CpuIsa::Avx512));
-        const int64_t max_m = 40, x_stride = cols + test::kXPadding;
+        // 150 rows of x at 1024 columns: the sparse part takes them in blocks of 64 (+ 22).
+        const int64_t max_m = cols == 1024 ? 150 : 40, x_stride = cols + test::kXPadding;
         const std::vector<float> x = test::activations(max_m, cols, x_stride, seed);
         std::vector<float> ref(static_cast<size_t>(max_m * rows));
         ASSERT_EQ(cpu::lut_gemv_q8_reference(w.view(), w.q8(), x.data(), max_m, x_stride, ref.data(), rows),
                   KernelStatus::Ok);
-        for (int64_t m : {1, 7, 13, 40}) {
+        for (int64_t m : {int64_t{1}, int64_t{7}, int64_t{13}, max_m}) {
           SCOPED_TRACE("lut" + std::to_string(bits) + " [" + std::to_string(rows) + " x " + std::to_string(cols) +
                        "] csr " + std::to_string(sparse_bits) + " m=" + std::to_string(m));
           test::GuardedOutput y(m, rows, rows + test::kYPadding);
