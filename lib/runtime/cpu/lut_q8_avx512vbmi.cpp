@@ -6,7 +6,6 @@
 // A chunk is 24 code bytes, 64 columns in order: vpermb gives qword j the 3 bytes of codes
 // 8j .. 8j + 7, vpmultishiftqb moves code 8j + k to byte k of it (bits 3k .. 3k + 7), and
 // after masking to 3 bits one vpshufb looks them up in the row's table.
-#include <algorithm>
 #include <cstring>
 
 #include "runtime/cpu/lut_q8_loops.h"
@@ -50,7 +49,7 @@ void unpack_lut3_rows_avx512vbmi(const LutWeightsView& w, const LutQ8Tables& t, 
     const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.tables + n * 16)));
     const auto* bytes = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
     for (int64_t k = 0; k < w.cols; k += Codes3::kChunkCols) {
-      const int64_t count = std::min(w.cols - k, Codes3::kChunkCols);
+      const int64_t count = w.cols - k < Codes3::kChunkCols ? w.cols - k : Codes3::kChunkCols;
       const uint8_t* p = bytes + k / Codes3::kChunkCols * kChunkBytes;
       __m512i entries;
       Codes3::decode(p, (count * Codes3::kBits + 7) / 8, end - p, table, &entries);
