@@ -1,14 +1,13 @@
 // AVX-512 VNNI + VBMI half of lut_gemv_q8 for 3-bit codes (lut_q8_isa.h; the loop is in
-// lut_q8_loops.h), and the 3-bit row unpacking of lut_gemm_q8's tiles. Compiled with the AVX-512 flags, -mavx512vnni and -mavx512vbmi
-// (lib/runtime/CMakeLists.txt); called only when the CPU has both. Keep the includes
-// minimal (uniform_isa.h says why).
+// lut_q8_loops.h), and the 3-bit row unpacking of lut_gemm_q8's tiles (lut_q8_unpack.h).
+// Compiled with the AVX-512 flags, -mavx512vnni and -mavx512vbmi (lib/runtime/CMakeLists.txt);
+// called only when the CPU has both. Keep the includes minimal (uniform_isa.h says why).
 //
 // A chunk is 24 code bytes, 64 columns in order: vpermb gives qword j the 3 bytes of codes
 // 8j .. 8j + 7, vpmultishiftqb moves code 8j + k to byte k of it (bits 3k .. 3k + 7), and
 // after masking to 3 bits one vpshufb looks them up in the row's table.
-#include <cstring>
-
 #include "runtime/cpu/lut_q8_loops.h"
+#include "runtime/cpu/lut_q8_unpack.h"
 
 namespace fsq::cpu {
 namespace {
@@ -37,26 +36,14 @@ void lut_q8_rows_avx512vbmi(const LutQ8Batch& b, int64_t row0, int64_t row1) { l
 
 void unpack_lut3_rows_avx512vbmi(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, int8_t* rows) {
   constexpr int64_t kChunkBytes = Codes3::kChunkCols * Codes3::kBits / 8;
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  static_assert(Codes3::kChunkCols == 64, "unpack_lut_tile_rows steps 64 columns at a time");
   const auto* end = reinterpret_cast<const uint8_t*>(w.words + w.rows * w.words_per_row);
-  for (int64_t r = 0; r < kQ8TileRows; ++r) {
-    const int64_t n = n0 + r;
-    int8_t* dst = rows + r * w.cols;
-    if (n >= w.rows) {
-      std::memset(dst, 0, static_cast<size_t>(w.cols));
-      continue;
-    }
-    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.tables + n * 16)));
-    const auto* bytes = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
-    for (int64_t k = 0; k < w.cols; k += Codes3::kChunkCols) {
-      const int64_t count = w.cols - k < Codes3::kChunkCols ? w.cols - k : Codes3::kChunkCols;
-      const uint8_t* p = bytes + k / Codes3::kChunkCols * kChunkBytes;
-      __m512i entries;
-      Codes3::decode(p, (count * Codes3::kBits + 7) / 8, end - p, table, &entries);
-      const __mmask64 valid = count == 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1;
-      _mm512_mask_storeu_epi8(dst + k, valid, _mm512_xor_si512(entries, bias));
-    }
-  }
+  unpack_lut_tile_rows(w, t, n0, rows, [end](__m512i table, const uint8_t* bytes, int64_t k, int64_t count) {
+    const uint8_t* p = bytes + k / Codes3::kChunkCols * kChunkBytes;
+    __m512i entries;
+    Codes3::decode(p, (count * Codes3::kBits + 7) / 8, end - p, table, &entries);
+    return entries;
+  });
 }
 
 }  // namespace fsq::cpu

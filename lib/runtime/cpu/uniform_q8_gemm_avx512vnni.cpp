@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 
+#include "runtime/cpu/lut_q8_unpack.h"
 #include "runtime/cpu/uniform_q8_isa.h"
 
 namespace fsq::cpu {
@@ -93,23 +94,9 @@ __m512i unpack_nibbles(const uint8_t* bytes, int64_t count) {
 // Row-major signed table entries of 4-bit LUT rows [n0, n0 + 32) into rows[32][cols]: one
 // vpshufb looks up 64 codes in the row's 16-entry int8 table (stored biased by 128).
 void unpack_lut_rows(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, int8_t* rows) {
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t r = 0; r < kQ8TileRows; ++r) {
-    const int64_t n = n0 + r;
-    int8_t* dst = rows + r * w.cols;
-    if (n >= w.rows) {
-      std::memset(dst, 0, static_cast<size_t>(w.cols));
-      continue;
-    }
-    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.tables + n * 16)));
-    const auto* bytes = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
-    for (int64_t k = 0; k < w.cols; k += 64) {
-      const int64_t count = w.cols - k < 64 ? w.cols - k : 64;
-      const __mmask64 valid = count == 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1;
-      const __m512i entries = _mm512_xor_si512(_mm512_shuffle_epi8(table, unpack_nibbles(bytes + k / 2, count)), bias);
-      _mm512_mask_storeu_epi8(dst + k, valid, entries);
-    }
-  }
+  unpack_lut_tile_rows(w, t, n0, rows, [](__m512i table, const uint8_t* bytes, int64_t k, int64_t count) {
+    return _mm512_shuffle_epi8(table, unpack_nibbles(bytes + k / 2, count));
+  });
 }
 
 // Row-major signed codes (code - zero) of weight rows [n0, n0 + 32) into rows[32][cols]: 4-
