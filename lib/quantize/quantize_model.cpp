@@ -474,6 +474,11 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       if (lut_plan_int8(lut, quant_of_layer(i).bits)) {
         PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
         PassResult result = find_quant_pass("rtn").make(cfg.pass_options)->run(layer, run.acts, ctx);
+        // With --gptq the int8 groups are rounded by GPTQ too, on the inputs the lookup-table
+        // layers use (rtn left the layer as it was), as `--method rtn --gptq` rounds them.
+        if (lut_gptq)
+          for (const LinearGroup& group : arch.groups)
+            quantize_group_gptq(layer, ctx, group, gptq_hessian(run.acts.groups.at(group.name)), result);
         stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
       } else if (lut) {
         squeezellm::LutOptions layer_lut = lut_options;

@@ -147,7 +147,7 @@ Command add_quantize_command(CLI::App& root) {
       ->check(CLI::IsMember({4, 8, 16}));
   app->add_option("--plan", f->plan,
                   "mixed precision: the width of each layer from fsq plan's plan.json (plan.bits_per_layer) instead "
-                  "of --bits; rtn and awq take 2/3/4/8/16, squeezellm 3/4/8/16 (its 8-bit layers: rtn int8 groups of --group-size; 16: the layer stays dense, fp16)")
+                  "of --bits; rtn and awq take 2/3/4/8/16, squeezellm 3/4/8/16 (its 8-bit layers: rtn int8 groups of --group-size, rounded by GPTQ with --gptq; 16: the layer stays dense, fp16)")
       ->check(CLI::ExistingFile);
   app->add_option("--calib-data", f->calib_data,
                   "calibration text for awq, and for squeezellm's Fisher pass when no --calib is given: .txt, "

@@ -174,6 +174,22 @@ TEST_F(CliPlanStories260k, SqueezeLlmPlanStoresItsEightBitLayersAsRtnInt8) {
   for (const char* type : {"lut3", "lut4", "w8g"}) EXPECT_NE(inspect.out.find(type), std::string::npos) << type << inspect.out;
 }
 
+// With --gptq, a squeezellm plan's 8-bit layers are rounded by GPTQ as well: an all-8-bit
+// plan gives exactly what `--method rtn --bits 8 --gptq` gives, and differs from round to
+// nearest.
+TEST_F(CliPlanStories260k, SqueezeLlmPlanWithGptqRoundsItsEightBitLayersByGptq) {
+  FSQ_REQUIRE_STORIES260K();
+  const std::vector<int> all8(5, 8);
+  const double sq8 = kl_with_widths("sq-all8-gptq", all8, {"--method", "squeezellm", "--unweighted", "--dense-only",
+                                                           "--gptq"});
+  const double rtn8 = kl_with_widths("rtn-all8-gptq", all8, {"--method", "rtn", "--gptq"});
+  const double nearest = rtn_kl_with_widths("rtn-all8-nearest", all8);
+  std::printf("[ plan ] stories260K all-8-bit plans, mean KL: squeezellm --gptq %.3e, rtn --gptq %.3e, rtn %.3e\n", sq8,
+              rtn8, nearest);
+  EXPECT_EQ(sq8, rtn8);
+  EXPECT_NE(sq8, nearest);
+}
+
 TEST_F(CliPlanStories260k, CalibrationFileOfOtherWeightsIsRefused) {
   FSQ_REQUIRE_STORIES260K();
   // The same model with one weight byte changed: other weights, other sha256.
