@@ -17,6 +17,7 @@ struct EvalFlags {
   std::string model, data, compare, reference_cache, json, protocol = "gptq", progress = "auto";
   std::string intonly_inputs = "token";
   int64_t seq_len = 0, max_windows = 0, batch_size = 0;
+  double reference_cache_max_gib = 16.0;
   bool no_speed = false, speed_only = false, force = false, allow_nonfinite = false;
   RuntimeFlags rt;
 };
@@ -27,11 +28,14 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   cfg.model_dir = f.model;
   if (!f.data.empty()) cfg.data_path = f.data;
   if (!f.compare.empty()) cfg.compare_dir = f.compare;
+  if (app->count("--reference-cache-max-gib") && f.reference_cache.empty())
+    throw Error("--reference-cache-max-gib", "needs --reference-cache (the folder it limits)");
   if (!f.reference_cache.empty()) {
     if (f.compare.empty()) throw Error("--reference-cache", "needs --compare (it keeps the reference model's logits)");
     cfg.reference_cache_dir = f.reference_cache;
     // The binary's own hash: any rebuild (an uncommitted edit included) gets new cache keys.
     cfg.fsq_build = version() + " " + sha256_file("/proc/self/exe");
+    cfg.reference_cache_max_bytes = static_cast<uint64_t>(f.reference_cache_max_gib * double(uint64_t{1} << 30));
   }
   cfg.protocol = parse_protocol(f.protocol);
   if (app->count("--seq-len")) cfg.seq_len = f.seq_len;
@@ -82,6 +86,11 @@ Command add_eval_command(CLI::App& root) {
                   "that comparing more checkpoints against the same reference, text and windows skips its forward; "
                   "keyed by sha256 of everything they depend on")
       ->check(CLI::ExistingDirectory);
+  app->add_option("--reference-cache-max-gib", f->reference_cache_max_gib,
+                  "after the run, delete the least recently used files of --reference-cache until its ref-*.f32 "
+                  "files total at most this many GiB (every rebuild of fsq makes new keys; 0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--max-windows", f->max_windows, "evaluate only the first K windows (0: all)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--batch-size", f->batch_size, "windows per forward pass (0: auto, up to 8)")

@@ -130,7 +130,12 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
     }
   }
   EvalResult res = run_eval_rows(mine, ref ? &ref_rows : nullptr, plan, ro_eval);
-  if (cache) cache->commit();
+  ReferenceCacheTrim trimmed;
+  if (cache) {
+    if (cache->hit()) touch(cache->path());
+    cache->commit();
+    trimmed = trim_reference_cache(*cfg.reference_cache_dir, cfg.reference_cache_max_bytes, cache->path());
+  }
 
   PerplexityInfo p;
   p.protocol = protocol_name(plan.protocol);
@@ -153,6 +158,8 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
     if (cache) {
       c.reference_cache = cache->path().string();
       c.reference_cache_hit = cache->hit();
+      c.reference_cache_trimmed_files = trimmed.files;
+      c.reference_cache_trimmed_bytes = trimmed.bytes;
     }
     c.mean_kl = res.compare->mean_kl();
     c.p99_kl = percentile(res.compare->kl, 99.0);

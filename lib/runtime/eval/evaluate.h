@@ -21,6 +21,7 @@ struct EvalConfig {
   std::optional<std::filesystem::path> compare_dir;  // reference model
   // --reference-cache: folder keeping the reference's scored rows between runs (reference_cache.h)
   std::optional<std::filesystem::path> reference_cache_dir;
+  uint64_t reference_cache_max_bytes = 0;  // trim_reference_cache's limit after the run (0: none)
   std::string fsq_build;  // with a reference cache: what identifies this build (part of the key)
   Protocol protocol = Protocol::Gptq;
   std::optional<int64_t> seq_len;  // default: kDefaultSeqLen capped at the model's maximum

@@ -2,8 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/sha256.h"
@@ -67,6 +69,44 @@ void ReferenceCache::commit() {
                 std::to_string(written_) + " rows");
   out_->commit();
   out_.reset();
+}
+
+ReferenceCacheTrim trim_reference_cache(const std::filesystem::path& dir, uint64_t max_bytes,
+                                        const std::filesystem::path& keep) {
+  ReferenceCacheTrim trimmed;
+  if (max_bytes == 0) return trimmed;
+  struct Entry {
+    std::filesystem::file_time_type used;
+    std::filesystem::path path;
+    uint64_t bytes;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || !name.starts_with("ref-") || !name.ends_with(".f32")) continue;
+    entries.push_back({e.last_write_time(), e.path(), static_cast<uint64_t>(e.file_size())});
+    total += entries.back().bytes;
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.used != b.used ? a.used < b.used : a.path < b.path;
+  });
+  for (const Entry& e : entries) {
+    if (total <= max_bytes) break;
+    if (std::filesystem::equivalent(e.path, keep)) continue;
+    std::error_code ec;
+    if (!std::filesystem::remove(e.path, ec) || ec)
+      throw Error(e.path.string(), "cannot delete this old reference cache file: " + ec.message());
+    total -= e.bytes;
+    trimmed.files += 1;
+    trimmed.bytes += e.bytes;
+  }
+  return trimmed;
+}
+
+void touch(const std::filesystem::path& file) {
+  std::error_code ec;  // best effort: a read-only cache still serves its rows
+  std::filesystem::last_write_time(file, std::filesystem::file_time_type::clock::now(), ec);
 }
 
 RefRowsFn cached_reference_rows(ReferenceCache& cache, RefRowsFn compute, int64_t rows_per_window) {

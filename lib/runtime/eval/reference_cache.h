@@ -59,6 +59,22 @@ class ReferenceCache {
   std::unique_ptr<AtomicFile> out_;
 };
 
+// What trim_reference_cache removed.
+struct ReferenceCacheTrim {
+  int64_t files = 0;
+  uint64_t bytes = 0;
+};
+
+// Keeps the cache folder's ref-*.f32 files within max_bytes in all (0: no limit) by deleting
+// the least recently used first (by modification time: a hit renews it, see touch()), never
+// `keep` (the file this run used). Every rebuild of fsq changes the keys, so without a limit
+// the folder only grows (a 2048 x 4-window SmolLM2 file is 1.6 GB). Other files are never
+// touched. Throws fsq::Error naming a file it cannot delete.
+ReferenceCacheTrim trim_reference_cache(const std::filesystem::path& dir, uint64_t max_bytes,
+                                        const std::filesystem::path& keep);
+// Marks a cache file as just used (its modification time becomes now).
+void touch(const std::filesystem::path& file);
+
 // The rows through the cache: read from the file on a hit; on a miss computed by `compute`
 // and appended (call cache.commit() after the run). rows_per_window: scored rows per window.
 RefRowsFn cached_reference_rows(ReferenceCache& cache, RefRowsFn compute, int64_t rows_per_window);

@@ -77,7 +77,10 @@ nlohmann::json report_json(const EvalReport& r) {
                     {"top1_agreement", c.top1_agreement}, {"ref_ppl", c.ref_ppl},
                     {"ref_mean_nll", c.ref_mean_nll}, {"ppl_delta", c.ppl_delta}};
     if (!c.reference_cache.empty())
-      j["compare"]["reference_cache"] = {{"path", c.reference_cache}, {"hit", c.reference_cache_hit}};
+      j["compare"]["reference_cache"] = {{"path", c.reference_cache},
+                                         {"hit", c.reference_cache_hit},
+                                         {"trimmed_files", c.reference_cache_trimmed_files},
+                                         {"trimmed_bytes", c.reference_cache_trimmed_bytes}};
   }
   if (r.speed) j["speed"] = speed_json(*r.speed);
   if (!r.speed_skipped.empty()) j["speed"] = {{"skipped", r.speed_skipped}};
@@ -129,6 +132,10 @@ std::string report_text(const EvalReport& r) {
     if (!c.reference_cache.empty())
       out += fmt("ref rows   %s %s\n", c.reference_cache_hit ? "read from" : "computed and saved to",
                  c.reference_cache.c_str());
+    if (c.reference_cache_trimmed_files > 0)
+      out += fmt("ref cache  deleted %lld older files (%.1f MB) to stay within --reference-cache-max-gib\n",
+                 static_cast<long long>(c.reference_cache_trimmed_files),
+                 static_cast<double>(c.reference_cache_trimmed_bytes) * 1e-6);
     out += fmt("ref ppl    %.4f (delta %+.4f)\n", c.ref_ppl, c.ppl_delta);
     out += fmt("KL(ref||m) mean %.6g, p99 %.6g, max %.6g; top-1 agreement %.4f\n", c.mean_kl,
                c.p99_kl, c.max_kl, c.top1_agreement);

@@ -60,6 +60,8 @@ struct CompareInfo {
   std::string tokenizer_match;  // how the shared tokenizer was established
   std::string reference_cache;  // --reference-cache file ("" without one)
   bool reference_cache_hit = false;  // its rows were read, not computed
+  int64_t reference_cache_trimmed_files = 0;   // older cache files deleted to keep within the limit
+  uint64_t reference_cache_trimmed_bytes = 0;
   double mean_kl = 0.0;
   double p99_kl = 0.0;
   double max_kl = 0.0;

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,32 @@ TEST(ReferenceCache, InterruptedRunLeavesNoFile) {
     EXPECT_THROW(cache.commit(), Error);  // fewer rows than planned
   }
   EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
+
+// The folder stays within its limit by deleting the least recently used ref-*.f32 files
+// (a touch renews one), never the file the run used and never anything else.
+TEST(ReferenceCache, TrimDeletesLeastRecentlyUsedFilesDownToTheLimit) {
+  const fs::path dir = fresh_dir("fsq-refcache-trim");
+  const auto make = [&](const std::string& name, size_t bytes, int age_s) {
+    const fs::path p = dir / name;
+    std::ofstream(p, std::ios::binary) << std::string(bytes, 'x');
+    fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
+    return p;
+  };
+  const fs::path a = make("ref-a.f32", 100, 400), b = make("ref-b.f32", 100, 300), c = make("ref-c.f32", 100, 200);
+  const fs::path d = make("ref-d.f32", 100, 100), other = make("notes.txt", 1000, 500);
+  EXPECT_EQ(trim_reference_cache(dir, 0, a).files, 0);  // 0: no limit
+  touch(b);                                              // b is now the most recently used
+  const ReferenceCacheTrim t = trim_reference_cache(dir, 250, a);
+  EXPECT_EQ(t.files, 2);
+  EXPECT_EQ(t.bytes, 200u);
+  EXPECT_TRUE(fs::exists(a)) << "the file the run used stays";
+  EXPECT_TRUE(fs::exists(b)) << "renewed by touch";
+  EXPECT_FALSE(fs::exists(c));
+  EXPECT_FALSE(fs::exists(d));
+  EXPECT_TRUE(fs::exists(other)) << "not a cache file";
+  EXPECT_EQ(trim_reference_cache(dir, 250, a).files, 0);  // within the limit already
   fs::remove_all(dir);
 }
 
