@@ -1,5 +1,6 @@
 // AVX-512 VNNI + VBMI half of lut_gemv_q8 for 3-bit codes (lut_q8_isa.h; the loop is in
-// lut_q8_loops.h), and the 3-bit row unpacking of lut_gemm_q8's tiles (lut_q8_unpack.h).
+// lut_q8_loops.h), and the 3-bit row unpacking of the q8 prefill GEMM's tiles (q8_tile_unpack.h), LUT and
+// uniform.
 // Compiled with the AVX-512 flags, -mavx512vnni and -mavx512vbmi (lib/runtime/CMakeLists.txt);
 // called only when the CPU has both. Keep the includes minimal (uniform_isa.h says why).
 //
@@ -7,7 +8,7 @@
 // 8j .. 8j + 7, vpmultishiftqb moves code 8j + k to byte k of it (bits 3k .. 3k + 7), and
 // after masking to 3 bits one vpshufb looks them up in the row's table.
 #include "runtime/cpu/lut_q8_loops.h"
-#include "runtime/cpu/lut_q8_unpack.h"
+#include "runtime/cpu/q8_tile_unpack.h"
 
 namespace fsq::cpu {
 namespace {
@@ -34,15 +35,34 @@ struct Codes3 {
 
 void lut_q8_rows_avx512vbmi(const LutQ8Batch& b, int64_t row0, int64_t row1) { lut_q8_rows<Codes3>(b, row0, row1); }
 
-void unpack_lut3_rows_avx512vbmi(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, int8_t* rows) {
+namespace {
+
+static_assert(Codes3::kChunkCols == kTileStepCols, "a tile step is one 3-bit chunk");
+
+// The step's 3-bit codes looked up in `table` (the identity for uniform codes). The codes of
+// 3-bit uniform and LUT matrices are packed alike (packed_code.h).
+__m512i decode_step3(const uint8_t* row_bytes, int64_t k, int64_t count, const uint8_t* end, __m512i table) {
   constexpr int64_t kChunkBytes = Codes3::kChunkCols * Codes3::kBits / 8;
-  static_assert(Codes3::kChunkCols == 64, "unpack_lut_tile_rows steps 64 columns at a time");
+  const uint8_t* p = row_bytes + k / Codes3::kChunkCols * kChunkBytes;
+  __m512i out;
+  Codes3::decode(p, (count * Codes3::kBits + 7) / 8, end - p, table, &out);
+  return out;
+}
+
+}  // namespace
+
+void unpack_lut3_rows_avx512vbmi(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, int8_t* rows) {
   const auto* end = reinterpret_cast<const uint8_t*>(w.words + w.rows * w.words_per_row);
   unpack_lut_tile_rows(w, t, n0, rows, [end](__m512i table, const uint8_t* bytes, int64_t k, int64_t count) {
-    const uint8_t* p = bytes + k / Codes3::kChunkCols * kChunkBytes;
-    __m512i entries;
-    Codes3::decode(p, (count * Codes3::kBits + 7) / 8, end - p, table, &entries);
-    return entries;
+    return decode_step3(bytes, k, count, end, table);
+  });
+}
+
+void unpack_uniform3_rows_avx512vbmi(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
+  const auto* end = reinterpret_cast<const uint8_t*>(w.words + w.rows * w.words_per_row);
+  const __m512i identity = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  unpack_uniform_tile_rows(w, n0, rows, [end, identity](const uint8_t* bytes, int64_t k, int64_t count) {
+    return decode_step3(bytes, k, count, end, identity);
   });
 }
 

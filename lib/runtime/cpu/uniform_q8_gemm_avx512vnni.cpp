@@ -16,7 +16,7 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/cpu/lut_q8_unpack.h"
+#include "runtime/cpu/q8_tile_unpack.h"
 #include "runtime/cpu/uniform_q8_isa.h"
 
 namespace fsq::cpu {
@@ -100,38 +100,22 @@ void unpack_lut_rows(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, 
 }
 
 // Row-major signed codes (code - zero) of weight rows [n0, n0 + 32) into rows[32][cols]: 4-
-// and 8-bit rows unpacked here, 64 codes per step; other widths by the baseline code.
-void unpack_rows(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
-  if (w.bits != 4 && w.bits != 8) {
+// and 8-bit rows unpacked here, 3-bit ones with VBMI where the CPU has it (w.vbmi), other
+// widths by the baseline code.
+void unpack_rows(const Q8GemmWeights& gw, int64_t n0, int8_t* rows) {
+  const UniformWeightsView& w = *gw.uniform;
+  if (w.bits == 3 && gw.vbmi) {
+    unpack_uniform3_rows_avx512vbmi(w, n0, rows);
+  } else if (w.bits == 4) {
+    unpack_uniform_tile_rows(w, n0, rows, [](const uint8_t* bytes, int64_t k, int64_t count) {
+      return unpack_nibbles(bytes + k / 2, count);
+    });
+  } else if (w.bits == 8) {
+    unpack_uniform_tile_rows(w, n0, rows, [](const uint8_t* bytes, int64_t k, int64_t count) {
+      return _mm512_maskz_loadu_epi8(count == 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1, bytes + k);
+    });
+  } else {
     unpack_q8_gemm_rows(w, n0, rows);
-    return;
-  }
-  const int64_t groups = w.cols / w.group_cols;
-  for (int64_t t = 0; t < kQ8TileRows; ++t) {
-    const int64_t n = n0 + t;
-    int8_t* dst = rows + t * w.cols;
-    if (n >= w.rows) {
-      std::memset(dst, 0, static_cast<size_t>(w.cols));
-      continue;
-    }
-    const auto* bytes = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
-    for (int64_t k = 0; k < w.cols; k += 64) {
-      const int64_t count = w.cols - k < 64 ? w.cols - k : 64;
-      const __mmask64 valid = count == 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1;
-      __m512i codes;
-      if (w.bits == 4) {
-        codes = unpack_nibbles(bytes + k / 2, count);
-      } else {
-        codes = _mm512_maskz_loadu_epi8(valid, bytes + k);
-      }
-      // Zero points per group (groups are multiples of 32 columns: at most two per step).
-      const int64_t g0 = k / w.group_cols, g1 = (k + 32) / w.group_cols;
-      const int zero0 = w.zeros ? w.zeros[n * groups + g0] : 1 << (w.bits - 1);
-      const int zero1 = count <= 32 ? zero0 : (w.zeros ? w.zeros[n * groups + g1] : 1 << (w.bits - 1));
-      const __m512i zeros = _mm512_mask_blend_epi8(~__mmask64{0} << 32, _mm512_set1_epi8(static_cast<char>(zero0)),
-                                                   _mm512_set1_epi8(static_cast<char>(zero1)));
-      _mm512_mask_storeu_epi8(dst + k, valid, _mm512_sub_epi8(codes, zeros));
-    }
   }
 }
 
@@ -144,7 +128,7 @@ void pack_tile(const Q8GemmWeights& w, int64_t n0, int8_t* rows, const Q8GemmTil
   else if (w.lut != nullptr)
     unpack_lut_rows(*w.lut, *w.tables, n0, rows);
   else
-    unpack_rows(*w.uniform, n0, rows);
+    unpack_rows(w, n0, rows);
   fill_q8_gemm_tile_scales(w, n0, tile);
   const int64_t blocks = w.cols / kQ8BlockCols;
   alignas(64) int32_t offsets[kLanes];

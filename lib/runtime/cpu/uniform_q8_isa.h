@@ -73,16 +73,19 @@ struct Q8GemmWeights {
   const LutWeightsView* lut = nullptr;
   const LutQ8Tables* tables = nullptr;
   int64_t rows = 0, cols = 0;
+  bool vbmi = false;  // the CPU has AVX-512 VBMI: 3-bit rows are unpacked with it
 };
 
 // Baseline-code parts of packing a tile of weight rows [n0, n0 + 32) (rows past w.rows give
 // zeros): the codes minus their zero points (LUT: the signed table entries), row-major into
 // out[32][cols] (any width; the VNNI kernel unpacks 4- and 8-bit uniform and 4-bit LUT rows
-// itself, 3-bit LUT rows with the VBMI function below), and tile.scales.
+// itself, 3-bit rows with the VBMI functions below), and tile.scales.
 void unpack_q8_gemm_rows(const UniformWeightsView& w, int64_t n0, int8_t* out);
 // The signed table entries of 3-bit LUT rows [n0, n0 + 32), row-major into out[32][cols]
 // (rows past w.rows give zeros); lut_q8_avx512vbmi.cpp, for CPUs with AVX-512 VBMI.
 void unpack_lut3_rows_avx512vbmi(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, int8_t* out);
+// The same for 3-bit uniform rows: code - zero, as unpack_q8_gemm_rows gives them.
+void unpack_uniform3_rows_avx512vbmi(const UniformWeightsView& w, int64_t n0, int8_t* out);
 void fill_q8_gemm_tile_scales(const Q8GemmWeights& w, int64_t n0, const Q8GemmTile& tile);
 
 // y[i, n] for i < m and every weight row n, from activation codes biased to unsigned
