@@ -1,8 +1,8 @@
 // AVX-512 VNNI + VBMI half of lut_gemv_q8 for 3-bit codes (lut_q8_isa.h; the loop is in
-// lut_q8_loops.h), and the 3-bit row unpacking of the q8 prefill GEMM's tiles (q8_tile_unpack.h), LUT and
-// uniform.
-// Compiled with the AVX-512 flags, -mavx512vnni and -mavx512vbmi (lib/runtime/CMakeLists.txt);
-// called only when the CPU has both. Keep the includes minimal (uniform_isa.h says why).
+// lut_q8_loops.h), and the 3-bit row unpacking, LUT and uniform, of the q8 prefill GEMM's
+// tiles (q8_tile_unpack.h). Compiled with the AVX-512 flags, -mavx512vnni and -mavx512vbmi
+// (lib/runtime/CMakeLists.txt); called only when the CPU has both. Keep the includes
+// minimal (uniform_isa.h says why).
 //
 // A chunk is 24 code bytes, 64 columns in order: vpermb gives qword j the 3 bytes of codes
 // 8j .. 8j + 7, vpmultishiftqb moves code 8j + k to byte k of it (bits 3k .. 3k + 7), and

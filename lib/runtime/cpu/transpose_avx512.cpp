@@ -15,7 +15,9 @@ namespace {
 
 constexpr int64_t kTile = 16;
 
-__mmask16 first(int64_t n) { return n >= kTile ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1); }
+__mmask16 first(int64_t n) {
+  return n >= kTile ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1);
+}
 
 // r[i] = row i of the tile (columns in lanes) -> r[j] = column j (rows in lanes).
 void transpose_tile(__m512 r[kTile]) {
