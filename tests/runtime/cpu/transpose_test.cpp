@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "runtime/cpu/uniform_kernels.h"  // cpu_supports
+#include "uniform_test_support.h"
 
 namespace fsq {
 namespace {
@@ -22,17 +22,10 @@ struct Shape {
   int64_t rows, cols;
 };
 
-std::vector<float> random_matrix(int64_t rows, int64_t stride, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> value(0.0f, 1.0f);
-  std::vector<float> m(static_cast<size_t>(rows * stride));
-  for (float& v : m) v = value(rng);
-  return m;
-}
-
+// src: test::activations, whose NaN past each row's end poisons any read of the padding.
 // dst has cols rows of stride rows + kPad, guards everywhere the call must not write.
 std::vector<float> destination(const Shape& s, bool random, uint32_t seed) {
-  std::vector<float> d = random ? random_matrix(s.cols, s.rows + kPad, seed)
+  std::vector<float> d = random ? test::activations(s.cols, s.rows, s.rows + kPad, seed)
                                 : std::vector<float>(static_cast<size_t>(s.cols * (s.rows + kPad)), 0.0f);
   for (int64_t j = 0; j < s.cols; ++j)
     for (int64_t i = s.rows; i < s.rows + kPad; ++i) d[static_cast<size_t>(j * (s.rows + kPad) + i)] = kGuard;
@@ -46,7 +39,7 @@ TEST(Transpose, ScalarMatchesTheDefinitionAndKeepsTheGuards) {
   for (const Shape& s : kShapes) {
     SCOPED_TRACE(std::to_string(s.rows) + " x " + std::to_string(s.cols));
     const int64_t src_stride = s.cols + kPad, dst_stride = s.rows + kPad;
-    const std::vector<float> src = random_matrix(s.rows, src_stride, ++seed);
+    const std::vector<float> src = test::activations(s.rows, s.cols, src_stride, ++seed);
     std::vector<float> set = destination(s, false, seed), add = destination(s, true, ++seed);
     const std::vector<float> before = add;
     cpu::transpose_f32_scalar(src.data(), src_stride, s.rows, s.cols, set.data(), dst_stride);
@@ -72,7 +65,7 @@ TEST(Transpose, Avx512MatchesScalarBitForBit) {
   for (const Shape& s : kShapes) {
     SCOPED_TRACE(std::to_string(s.rows) + " x " + std::to_string(s.cols));
     const int64_t src_stride = s.cols + kPad, dst_stride = s.rows + kPad;
-    const std::vector<float> src = random_matrix(s.rows, src_stride, ++seed);
+    const std::vector<float> src = test::activations(s.rows, s.cols, src_stride, ++seed);
     std::vector<float> want = destination(s, false, seed), got = want;
     cpu::transpose_f32_scalar(src.data(), src_stride, s.rows, s.cols, want.data(), dst_stride);
     cpu::transpose_f32_avx512(src.data(), src_stride, s.rows, s.cols, got.data(), dst_stride);
