@@ -48,14 +48,14 @@ struct RuntimeOptions {
   bool fast_decode = true;
   // On that path, 4- and 8-bit packed linears quantize their input to int8 per 32 columns
   // and multiply in integers (runtime/cpu/uniform_q8_kernels.h, as llama.cpp's Q8_0
-  // activations; 4-bit LUT linears with int8 centroids, runtime/cpu/lut_q8_kernels.h),
+  // activations; 3- and 4-bit LUT linears with int8 centroids, runtime/cpu/lut_q8_kernels.h),
   // where the CPU has a kernel for it; false keeps them in f32 (exact: the path the ATen
   // layers take). Prefill and perplexity never use it.
   bool int8_decode_activations = true;
   // Forward passes of more than cpu::kMaxGemvRows tokens (prompts, perplexity and
   // calibration windows) multiply the 2/3/4-bit and symmetric 8-bit packed linears on int8
-  // activations likewise (cpu::uniform_gemm_q8, AVX-512 VNNI; 4-bit LUT linears with int8
-  // centroids, cpu::lut_gemm_q8) instead of dequantizing them into an f32 GEMM. Off by
+  // activations likewise (cpu::uniform_gemm_q8, AVX-512 VNNI; 3- and 4-bit LUT linears with
+  // int8 centroids, cpu::lut_gemm_q8; 3-bit codes also need VBMI) instead of dequantizing them into an f32 GEMM. Off by
   // default: it changes perplexity, and the f32 GEMM is the reference every quality table
   // so far used.
   bool int8_prefill_activations = false;

@@ -109,6 +109,21 @@ TEST(LutLinear, BiasBatchDimensionsAndStoredBytes) {
             std::string::npos);
 }
 
+// What an int8 path of `linear` must give for x [m, cols]: `kernel` (cpu::lut_gemv_q8 or
+// cpu::lut_gemm_q8) on int8 tables made from the linear's own weights, plus the bias.
+template <typename Kernel>
+std::vector<float> q8_kernel_plus_bias(const LutLinear& linear, const std::vector<float>& bias,
+                                       const std::vector<float>& x, int64_t m, Kernel kernel) {
+  const cpu::LutWeightsView w = linear.weights_view();
+  std::vector<uint8_t> tables(static_cast<size_t>(w.rows * 16));
+  std::vector<float> scales(static_cast<size_t>(w.rows)), y(static_cast<size_t>(m * w.rows));
+  cpu::prepare_lut_q8_tables(w, tables.data(), scales.data());
+  EXPECT_EQ(kernel(w, {tables.data(), scales.data()}, x.data(), m, w.cols, y.data(), w.rows, cpu::selected_cpu_isa()),
+            cpu::KernelStatus::Ok);
+  for (size_t j = 0; j < y.size(); ++j) y[j] += bias[j % static_cast<size_t>(w.rows)];
+  return y;
+}
+
 // set_int8_decode: forward_rows (the decode fast path) multiplies on int8 activations and
 // centroids exactly as cpu::lut_gemv_q8 does, bias added; forward() stays on the exact
 // kernels; off again, forward_rows is exact too. Where the CPU has no such kernel (no
@@ -127,14 +142,7 @@ TEST(LutLinear, Int8DecodeRunsTheQ8KernelOnlyInForwardRows) {
     EXPECT_EQ(linear.int8_decode(), cpu::lut_q8_supported(linear.weights_view(), cpu::selected_cpu_isa()));
     linear.forward_rows(x.data(), m, got.data());
     if (linear.int8_decode()) {
-      std::vector<uint8_t> tables(static_cast<size_t>(rows * 16));
-      std::vector<float> scales(static_cast<size_t>(rows)), want(exact.size());
-      cpu::prepare_lut_q8_tables(linear.weights_view(), tables.data(), scales.data());
-      ASSERT_EQ(cpu::lut_gemv_q8(linear.weights_view(), {tables.data(), scales.data()}, x.data(), m, cols,
-                                 want.data(), rows, cpu::selected_cpu_isa()),
-                cpu::KernelStatus::Ok);
-      for (size_t j = 0; j < want.size(); ++j) want[j] += bias[j % static_cast<size_t>(rows)];
-      EXPECT_EQ(got, want);
+      EXPECT_EQ(got, q8_kernel_plus_bias(linear, bias, x, m, cpu::lut_gemv_q8));
       EXPECT_NE(got, exact);
     } else {
       EXPECT_EQ(got, exact);
@@ -167,14 +175,7 @@ TEST(LutLinear, Int8PrefillRunsTheQ8GemmOnPrompts) {
     EXPECT_EQ(linear.int8_prefill(), vnni && (bits == 4 || cpu::cpu_has_avx512_vbmi()));
     const std::vector<float> got = to_vector(linear.forward(to_tensor(x, {m, cols})));
     if (linear.int8_prefill()) {
-      std::vector<uint8_t> tables(static_cast<size_t>(rows * 16));
-      std::vector<float> scales(static_cast<size_t>(rows)), want(exact.size());
-      cpu::prepare_lut_q8_tables(linear.weights_view(), tables.data(), scales.data());
-      ASSERT_EQ(cpu::lut_gemm_q8(linear.weights_view(), {tables.data(), scales.data()}, x.data(), m, cols, want.data(),
-                                 rows, cpu::selected_cpu_isa()),
-                cpu::KernelStatus::Ok);
-      for (size_t j = 0; j < want.size(); ++j) want[j] += bias[j % static_cast<size_t>(rows)];
-      EXPECT_EQ(got, want);
+      EXPECT_EQ(got, q8_kernel_plus_bias(linear, bias, x, m, cpu::lut_gemm_q8));
       EXPECT_NE(got, exact);
     } else {
       EXPECT_EQ(got, exact);

@@ -102,7 +102,6 @@ KernelStatus uniform_gemm_q8(const UniformWeightsView& w, const float* x, int64_
   weights.uniform = &w;
   weights.rows = w.rows;
   weights.cols = w.cols;
-  weights.vbmi = cpu_has_avx512_vbmi();
   run_q8_gemm(weights, x, m, x_stride, y, y_stride);
   return KernelStatus::Ok;
 }

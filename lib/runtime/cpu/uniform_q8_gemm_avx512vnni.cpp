@@ -100,11 +100,10 @@ void unpack_lut_rows(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, 
 }
 
 // Row-major signed codes (code - zero) of weight rows [n0, n0 + 32) into rows[32][cols]: 4-
-// and 8-bit rows unpacked here, 3-bit ones with VBMI where the CPU has it (w.vbmi), other
-// widths by the baseline code.
-void unpack_rows(const Q8GemmWeights& gw, int64_t n0, int8_t* rows) {
-  const UniformWeightsView& w = *gw.uniform;
-  if (w.bits == 3 && gw.vbmi) {
+// and 8-bit rows unpacked here, 3-bit ones with VBMI where the CPU has it, other widths by
+// the baseline code.
+void unpack_rows(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
+  if (w.bits == 3 && cpu_has_avx512_vbmi()) {
     unpack_uniform3_rows_avx512vbmi(w, n0, rows);
   } else if (w.bits == 4) {
     unpack_uniform_tile_rows(w, n0, rows, [](const uint8_t* bytes, int64_t k, int64_t count) {
@@ -128,7 +127,7 @@ void pack_tile(const Q8GemmWeights& w, int64_t n0, int8_t* rows, const Q8GemmTil
   else if (w.lut != nullptr)
     unpack_lut_rows(*w.lut, *w.tables, n0, rows);
   else
-    unpack_rows(w, n0, rows);
+    unpack_rows(*w.uniform, n0, rows);
   fill_q8_gemm_tile_scales(w, n0, tile);
   const int64_t blocks = w.cols / kQ8BlockCols;
   alignas(64) int32_t offsets[kLanes];

@@ -73,7 +73,6 @@ struct Q8GemmWeights {
   const LutWeightsView* lut = nullptr;
   const LutQ8Tables* tables = nullptr;
   int64_t rows = 0, cols = 0;
-  bool vbmi = false;  // the CPU has AVX-512 VBMI: 3-bit rows are unpacked with it
 };
 
 // Baseline-code parts of packing a tile of weight rows [n0, n0 + 32) (rows past w.rows give
