@@ -30,6 +30,8 @@ fi
 
 configs="$method:3:128 $method:4:128 $method:8:128"
 for b in $budgets; do configs+=" $method:plan:$b"; done
+# FSQ_PER_LINEAR=1 (rtn or squeezellm): also one width per linear at each budget.
+if [[ ${FSQ_PER_LINEAR:-0} == 1 ]]; then for b in $budgets; do configs+=" $method:linplan:$b"; done; fi
 FSQ_CONFIGS="$configs" FSQ_WORK_DIR="$work/table" FSQ_PROTOCOLS="${FSQ_PROTOCOLS:-gptq}" \
   FSQ_TEXTS="${FSQ_TEXTS:-${FSQ_SHARED_DIR:-$root/../shared}/data/tinystories/tinystories_val.txt}" \
   "$root/scripts/quant-table.sh" "$model" | tee "$work/table.txt"
@@ -49,8 +51,8 @@ for line in open(f"{work}/table.txt"):
     ppl, kl, top1 = map(float, cells[1].split())
     if head[0] == "fp":
         continue
-    kind = "mixed" if head[1] == "plan" else "uniform"
-    label = f"plan {head[2]}" if kind == "mixed" else f"{head[1]}-bit"
+    kind = {"plan": "mixed", "linplan": "mixed per linear"}.get(head[1], "uniform")
+    label = f"{head[1]} {head[2]}" if kind != "uniform" else f"{head[1]}-bit"
     rows.append({"label": label, "kind": kind, "bpw": float(head[3]), "ppl": ppl, "kl": kl, "top1": top1})
 rows.sort(key=lambda r: r["bpw"])
 with open(f"{work}/pareto.csv", "w") as f:
@@ -63,9 +65,11 @@ with open(f"{work}/pareto.md", "w") as f:
         f.write(f"| {r['label']} | {r['bpw']:.3f} | {r['ppl']:.4f} | {r['kl']:.5f} | {r['top1']:.4f} |\n")
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 for ax, key, name in ((axes[0], "kl", "mean KL vs fp"), (axes[1], "ppl", "perplexity")):
-    for kind, marker in (("uniform", "s"), ("mixed", "o")):
+    for kind, marker in (("uniform", "s"), ("mixed", "o"), ("mixed per linear", "^")):
         pts = [r for r in rows if r["kind"] == kind]
-        ax.plot([r["bpw"] for r in pts], [r[key] for r in pts], marker=marker, linestyle="-" if kind == "mixed" else "none",
+        if not pts:
+            continue
+        ax.plot([r["bpw"] for r in pts], [r[key] for r in pts], marker=marker, linestyle="none" if kind == "uniform" else "-",
                 label=f"{kind} ({method})")
         for r in pts:
             ax.annotate(r["label"], (r["bpw"], r[key]), textcoords="offset points", xytext=(4, 4), fontsize=8)

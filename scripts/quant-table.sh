@@ -30,8 +30,9 @@
 # Mixed precision (fsq plan): METHOD:plan:TARGET (METHOD awq, rtn or squeezellm) runs
 # `fsq plan --calib` on the shared calibration file (LLM-PQ's variance indicator, widths 3
 # and 4, and 8 above a 4-bit target) for TARGET average code bits, then quantizes with --plan; its bits/w is measured
-# on the written file (fsq inspect).
-#   FSQ_CONFIGS="awq:3:128 awq:plan:3.5 squeezellm:3:sparse squeezellm:plan:3.5" ...
+# on the written file (fsq inspect). METHOD:linplan:TARGET (rtn or squeezellm) plans one
+# width per linear instead of per layer (fsq plan --per-linear).
+#   FSQ_CONFIGS="awq:3:128 awq:plan:3.5 squeezellm:3:sparse squeezellm:plan:3.5 squeezellm:linplan:3.5" ...
 #
 # The unquantized model's scored logits are computed once per protocol and text and kept in
 # the work folder (fsq eval --reference-cache), not recomputed for every checkpoint.
@@ -125,11 +126,14 @@ for c in $configs; do
   calib=(); [[ $method != rtn ]] && calib=(--calib-data "$work/calib" --samples "$samples" --seq-len "$calib_seq")
   shape=(--group-size "$group")
   plan_flags=()
-  if [[ $bits == plan ]]; then
+  is_plan=false; [[ $bits == plan || $bits == linplan ]] && is_plan=true
+  if $is_plan; then
     calibrate_once "$stats" "calibration pass"
-    plan="$work/plan-$method-$group.json"
+    plan="$work/$bits-$method-$group.json"
     widths=3,4; python3 -c 'import sys; sys.exit(float(sys.argv[1]) <= 4)' "$group" && widths=3,4,8
-    "$fsq" plan --model "$model" --calib "$stats" --bits "$widths" --target-bits "$group" --force --out "$plan" >/dev/null
+    per_linear=(); [[ $bits == linplan ]] && per_linear=(--per-linear)
+    "$fsq" plan --model "$model" --calib "$stats" --bits "$widths" --target-bits "$group" "${per_linear[@]}" --force \
+      --out "$plan" >/dev/null
     plan_flags=(--plan "$plan")
     shape=(--group-size 128)
   fi
@@ -142,7 +146,7 @@ for c in $configs; do
     fi
   elif [[ $method == squeezellm ]]; then
     calibrate_once "$fisher" "fisher pass" --fisher
-    variant="$group"; [[ $bits == plan ]] && variant=sparse
+    variant="$group"; $is_plan && variant=sparse
     case "$variant" in
       unweighted) shape=(--unweighted --dense-only) ;;
       dense) shape=(--calib "$fisher" --dense-only) ;;
@@ -157,12 +161,12 @@ for c in $configs; do
     shape+=(--gptq); calib=(--calib-data "$work/calib" --samples "$samples" --seq-len "$calib_seq")
   fi
   start=$(date +%s.%N)
-  bits_flag=(--bits "$bits"); [[ ${shape[0]} == --act-quant || $bits == plan ]] && bits_flag=()
-  [[ $bits == plan && $method == squeezellm ]] && shape=(--calib "$fisher")
+  bits_flag=(--bits "$bits"); [[ ${shape[0]} == --act-quant ]] || $is_plan && bits_flag=()
+  $is_plan && [[ $method == squeezellm ]] && shape=(--calib "$fisher")
   "$fsq" quantize --model "$model" --method "$method" "${bits_flag[@]}" "${plan_flags[@]}" "${shape[@]}" "${calib[@]}" \
     --threads "$threads" --progress off --out "$out" --json "$out.json" >/dev/null
   secs=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))")
-  if [[ $bits == plan ]]; then  # the quantize plan assumes one width: measure the file instead
+  if $is_plan; then  # the quantize plan assumes one width: measure the file instead
     bpw=$("$fsq" inspect "$out" --json | python3 -c 'import json,sys; q=json.load(sys.stdin)["quantized"]
 print("%.3f" % (sum(e["bits_per_weight"] * e["weights"] for e in q) / sum(e["weights"] for e in q)))')
   else

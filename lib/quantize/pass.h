@@ -49,8 +49,19 @@ struct PassContext {
   // work from them when the pipeline runs no calibration windows (SmoothQuant, fixed alpha).
   const CalibrationFile* activation_stats = nullptr;
 
+  // Per-linear widths from a plan (fsq quantize --plan): role -> bits, or 0 for a linear the
+  // pipeline does not round to a uniform type here (kept fp16, or a LUT in a squeezellm
+  // plan). Empty: every linear at quant.bits.
+  std::map<std::string, int> role_bits;
+
   // The quant type of a linear with `cols` inputs (quant_for_columns: group-size fallback).
   UniformQuant quant_for(int64_t cols) const;
+  // Linear `role`'s width: role_bits' when it has one, else quant.bits.
+  int bits_for(const std::string& role) const;
+  // The quant type of linear `role` (at bits_for(role)) with `cols` inputs.
+  UniformQuant quant_for(const std::string& role, int64_t cols) const;
+  // Whether the pipeline rounds linear `role` to a uniform type (role_bits is not 0).
+  bool rounds(const std::string& role) const;
 };
 
 struct PassResult {

@@ -18,6 +18,21 @@ class RtnPass final : public QuantPass {
 
 UniformQuant PassContext::quant_for(int64_t cols) const { return quant_for_columns(quant, cols); }
 
+int PassContext::bits_for(const std::string& role) const {
+  const auto it = role_bits.find(role);
+  return it == role_bits.end() ? quant.bits : it->second;
+}
+
+UniformQuant PassContext::quant_for(const std::string& role, int64_t cols) const {
+  const int bits = bits_for(role);
+  if (bits == 0) throw Error(role, "is not rounded to a uniform type in this layer (internal error)");
+  UniformQuant q = quant;
+  q.bits = bits;
+  return quant_for_columns(q, cols);
+}
+
+bool PassContext::rounds(const std::string& role) const { return bits_for(role) != 0; }
+
 const std::vector<PassInfo>& quant_passes() {
   static const std::vector<PassInfo> passes = {
       {"rtn", "round-to-nearest group quantization (data-free baseline)", false,

@@ -30,6 +30,7 @@
 #include "quantize/layer_values.h"
 #include "quantize/layer_store.h"
 #include "quantize/pass.h"
+#include "quantize/plan_widths.h"
 #include "quantize/smoothquant.h"
 #include "quantize/squeezellm_layer.h"
 #include "runtime/eval/speed.h"
@@ -69,14 +70,15 @@ at::Tensor calibration_ids(const QuantizeConfig& cfg, nlohmann::json& provenance
   return window_ids(set);
 }
 
-// `done`: linears the pass quantized itself (PassResult::quantized), stored as they are.
-StoredLayer quantize_layer(const DecoderLayer& layer, const ArchSpec& arch, const UniformQuant& q,
-                           const nlohmann::json& report, const std::map<std::string, GroupQuantized>& done) {
-  StoredLayer stored;
-  stored.report = report;
+// The linears ctx rounds to uniform types (PassContext::rounds), each in ctx.quant_for(role,
+// its columns); `done`: linears the pass quantized itself (PassResult::quantized), stored as
+// they are. Adds to `stored` their matrices and biases, and the layer's norms.
+void quantize_layer(const DecoderLayer& layer, const ArchSpec& arch, const PassContext& ctx,
+                    const std::map<std::string, GroupQuantized>& done, StoredLayer& stored) {
   for (const auto& spec : arch.linears) {
+    if (!ctx.rounds(spec.role)) continue;
     const DenseLinear& d = dense(layer, spec.role);
-    const UniformQuant used = quant_for_columns(q, d.in_features());
+    const UniformQuant used = ctx.quant_for(spec.role, d.in_features());
     const auto it = done.find(spec.role);
     stored.linears.emplace(spec.role, to_quantized_matrix(it != done.end() ? it->second
                                                                            : quantize_groups(d.weight().to(at::kFloat), used),
@@ -85,28 +87,26 @@ StoredLayer quantize_layer(const DecoderLayer& layer, const ArchSpec& arch, cons
   }
   stored.vectors["input_norm"] = to_floats(layer.input_norm);
   stored.vectors["post_attn_norm"] = to_floats(layer.post_attn_norm);
-  return stored;
 }
 
 // StoredLayer::vectors key suffix of a linear kept at 16 bits (fsq quantize --plan): its
 // weight rounded to fp16, row-major [out, in].
 constexpr const char* kFp16WeightKey = ".weight";
 
-// A layer a plan keeps at 16 bits: norms, biases and every linear's weight rounded to fp16
-// (what the checkpoint will hold), no quantized matrices.
-StoredLayer fp16_layer(const DecoderLayer& layer, const ArchSpec& arch) {
-  StoredLayer stored;
-  stored.report = {{"bits", 16}};
+// The linears of `layer` a plan keeps at 16 bits (all of them when `widths` is null): each
+// weight rounded to fp16 (what the checkpoint will hold) and its bias, and the layer's norms.
+void keep_fp16_linears(const DecoderLayer& layer, const ArchSpec& arch, const LayerWidths* widths, StoredLayer& stored) {
   for (const auto& spec : arch.linears) {
+    if (widths && widths->at(spec.role) != 16) continue;
     const DenseLinear& d = dense(layer, spec.role);
     std::vector<float> w = to_floats(d.weight());
     for (float& x : w) x = f16_to_f32(f32_to_f16(x));
     stored.vectors[spec.role + kFp16WeightKey] = std::move(w);
     if (d.bias()) stored.vectors[spec.role + ".bias"] = to_floats(*d.bias());
+    if (widths) stored.report[spec.role] = {{"bits", 16}};
   }
   stored.vectors["input_norm"] = to_floats(layer.input_norm);
   stored.vectors["post_attn_norm"] = to_floats(layer.post_attn_norm);
-  return stored;
 }
 
 at::Tensor host_floats_like(std::vector<float> v, const std::vector<int64_t>& shape, const at::Tensor& like) {
@@ -195,6 +195,7 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
     if (cfg.pass_options.gptq) options["weights"] = "gptq";
   }
   if (!cfg.layer_bits.empty()) options["bits_per_layer"] = cfg.layer_bits;
+  if (!cfg.linear_bits.empty()) options["bits_per_linear"] = cfg.linear_bits;
   options["head_bits"] = cfg.head_bits;
   return options;
 }
@@ -203,18 +204,13 @@ nlohmann::json byte_changing_options(const QuantizeConfig& cfg, bool lookup_tabl
 // tables pay off at 3 and 4 bits; at 8, uniform int8 is as exact and runs the int8 kernels.
 bool lut_plan_int8(bool lut, int bits) { return lut && bits == 8; }
 
-// --plan's widths: one per layer, each one the method can store.
-void validate_layer_bits(const QuantizeConfig& cfg, int64_t layers, bool lut, bool int8_activations) {
-  if (cfg.layer_bits.empty()) return;
-  if (int8_activations) throw Error("--plan", "--method " + cfg.method + " has one width (int8); mixed plans need rtn, awq or squeezellm");
-  if (static_cast<int64_t>(cfg.layer_bits.size()) != layers)
-    throw Error("--plan", "the plan has widths for " + std::to_string(cfg.layer_bits.size()) + " layers, the model has " +
-                              std::to_string(layers) + " (a plan for another model?)");
-  for (int b : cfg.layer_bits) {
-    if (b != 16 && (lut ? !lut_bits_supported(b) && !lut_plan_int8(lut, b) : !(b == 2 || b == 3 || b == 4 || b == 8)))
-      throw Error("--plan", "--method " + cfg.method + " cannot store " + std::to_string(b) + "-bit layers (" +
-                                (lut ? "3, 4, 8 (as rtn int8)" : "2, 3, 4, 8") + " or 16)");
-  }
+// PassContext::role_bits for one layer of a plan: the widths the pass rounds to uniform types,
+// 0 for the linears stored otherwise (16 bits; LUT widths in a squeezellm plan).
+std::map<std::string, int> uniform_role_bits(const LayerWidths& widths, bool lut) {
+  std::map<std::string, int> out;
+  for (const auto& [role, bits] : widths)
+    out[role] = bits == 16 || (lut && !lut_plan_int8(lut, bits)) ? 0 : bits;
+  return out;
 }
 
 // StoredLayer::vectors key suffix of a linear's largest calibration |input| (W8A8 passes).
@@ -329,15 +325,18 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     throw Error("--seq-len", "exceeds the model's maximum positions",
                 "<= " + std::to_string(mc.max_position_embeddings), std::to_string(cfg.draw.seq_len));
 
-  validate_layer_bits(cfg, mc.num_layers, lut, int8_activations);
+  const bool has_plan = !cfg.layer_bits.empty() || !cfg.linear_bits.empty();
+  if (has_plan && int8_activations)
+    throw Error("--plan", "--method " + cfg.method + " has one width (int8); mixed plans need rtn, awq or squeezellm");
+  const std::vector<LayerWidths> planned =
+      expand_plan_widths(cfg.layer_bits, cfg.linear_bits, arch, mc.num_layers, cfg.method, lut);
   if (!cfg.layer_bits_model_sha256.empty() && cfg.layer_bits_model_sha256 != ckpt.weights_sha256())
     throw Error("--plan", "was made for other weights (model sha256 " + cfg.layer_bits_model_sha256.substr(0, 12) +
                               "..., --model has " + ckpt.weights_sha256().substr(0, 12) + "...)");
-  auto quant_of_layer = [&](int64_t i) {
-    UniformQuant q = quant;
-    if (!cfg.layer_bits.empty()) q.bits = cfg.layer_bits[i];
-    return q;
-  };
+  // Layer i's width per linear: the plan's, else quant.bits everywhere.
+  LayerWidths unplanned;
+  for (const auto& spec : arch.linears) unplanned[spec.role] = quant.bits;
+  auto widths_of = [&](int64_t i) -> const LayerWidths& { return planned.empty() ? unplanned : planned[i]; };
 
   QuantizeSummary summary;
   summary.dry_run = cfg.dry_run;
@@ -363,16 +362,13 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
     }
   }
   summary.plan = plan_quantize(ckpt, summary.shape);
-  const bool uniform_layers = !lut || std::any_of(cfg.layer_bits.begin(), cfg.layer_bits.end(),
-                                                   [&](int b) { return lut_plan_int8(lut, b); });
+  const bool uniform_layers = !lut || std::any_of(planned.begin(), planned.end(),
+                                                   [&](const LayerWidths& w) { return any_width_is(w, 8); });
   log(summary.plan.to_text(summary.shape) + (uniform_layers ? group_fallbacks(ckpt, linear_names, quant) : ""));
-  if (!cfg.layer_bits.empty()) {
-    std::map<int, int> count;
-    for (int b : cfg.layer_bits) count[b] += 1;
-    std::string widths;
-    for (const auto& [b, n] : count) widths += (widths.empty() ? "" : ", ") + std::to_string(n) + " at " + std::to_string(b) + " bits";
-    log("quantize: layer widths from --plan: " + widths + " (the sizes above assume " + std::to_string(quant.bits) +
-        " bits everywhere)");
+  if (has_plan) {
+    const bool per_linear = !cfg.linear_bits.empty();
+    log(std::string("quantize: ") + (per_linear ? "linear" : "layer") + " widths from --plan: " +
+        count_widths(planned, per_linear) + " (the sizes above assume " + std::to_string(quant.bits) + " bits everywhere)");
   }
   const int64_t limit = cfg.max_memory > 0 ? cfg.max_memory : physical_memory_bytes();
   if (limit > 0 && summary.plan.peak() > limit)
@@ -419,6 +415,19 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   lut_options.bits = cfg.quant.bits;
   const CalibrationFile* fisher_source = use_fisher ? &*fisher : nullptr;
 
+  // A uniform pass's context for layer i: quant at the width the layer's rounded linears
+  // share (per-layer plans), role_bits for per-linear ones.
+  auto context_of = [&](int64_t i, const RopeTables& rope) {
+    PassContext ctx{mc, arch, rope, i, quant, cfg.batch_size, cfg.search_tokens};
+    if (activation_stats) ctx.activation_stats = &*activation_stats;
+    if (has_plan) {
+      ctx.role_bits = uniform_role_bits(widths_of(i), lut);
+      for (const auto& [role, bits] : ctx.role_bits)
+        if (bits != 0) ctx.quant.bits = bits;
+    }
+    return ctx;
+  };
+
   auto shell = LlamaModel::load(ckpt, cfg.runtime, /*with_layers=*/false);
   // Calibration windows run at positions [0, seq_len); data-free passes run no forward.
   const RopeTables rope = shell->rope(calibrate_here ? cfg.draw.seq_len : 0);
@@ -456,8 +465,11 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         continue;
       }
       DecoderLayer layer = shell->load_layer(ckpt, i);
-      if (quant_of_layer(i).bits == 16) {
-        StoredLayer stored = fp16_layer(layer, arch);
+      const LayerWidths& widths = widths_of(i);
+      if (all_widths_are(widths, 16)) {
+        StoredLayer stored;
+        stored.report = {{"bits", 16}};
+        keep_fp16_linears(layer, arch, nullptr, stored);
         store.save(i, stored);
         count_saved_layer();
         if (calibrate_here && later_layers_pending(i)) {
@@ -471,22 +483,22 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
       LayerRun run;
       if (calibrate_here) run = run_fp_layer(layer, hidden, rope, mc, i, cfg.batch_size, true);
       StoredLayer stored;
-      if (lut_plan_int8(lut, quant_of_layer(i).bits)) {
-        PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
-        PassResult result = find_quant_pass("rtn").make(cfg.pass_options)->run(layer, run.acts, ctx);
-        // With --gptq the int8 groups are rounded by GPTQ too, on the inputs the lookup-table
-        // layers use (rtn left the layer as it was), as `--method rtn --gptq` rounds them.
-        if (lut_gptq)
-          for (const LinearGroup& group : arch.groups)
-            quantize_group_gptq(layer, ctx, group, gptq_hessian(run.acts.groups.at(group.name)), result);
-        stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
-      } else if (lut) {
-        squeezellm::LutOptions layer_lut = lut_options;
-        layer_lut.bits = quant_of_layer(i).bits;
-        stored = quantize_layer_lut(layer, arch, i, fisher_source, layer_lut, lut_gptq ? &run.acts : nullptr);
+      const PassContext ctx = context_of(i, rope);
+      if (lut) {
+        // LUT widths first; then a plan's 8-bit linears, as `--method rtn` rounds them (by GPTQ
+        // with --gptq, on the inputs the lookup-table linears use; rtn leaves the layer as it
+        // was).
+        stored = quantize_layer_lut(layer, arch, i, fisher_source, lut_options, lut_gptq ? &run.acts : nullptr,
+                                    has_plan ? &widths : nullptr);
+        if (any_width_is(widths, 8)) {
+          PassResult result = find_quant_pass("rtn").make(cfg.pass_options)->run(layer, run.acts, ctx);
+          if (lut_gptq)
+            for (const LinearGroup& group : arch.groups)
+              quantize_group_gptq(layer, ctx, group, gptq_hessian(run.acts.groups.at(group.name)), result);
+          stored.report.update(result.report);
+          quantize_layer(layer, arch, ctx, result.quantized, stored);
+        }
       } else {
-        PassContext ctx{mc, arch, rope, i, quant_of_layer(i), cfg.batch_size, cfg.search_tokens};
-        if (activation_stats) ctx.activation_stats = &*activation_stats;
         PassResult result = pass->run(layer, run.acts, ctx);
         if (pipeline_gptq) {
           // The inputs of the layer as the pass left it: AWQ's folds rescale them; a pass that
@@ -497,9 +509,11 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
           for (const LinearGroup& group : arch.groups)
             quantize_group_gptq(layer, ctx, group, gptq_hessian(inputs.groups.at(group.name)), result);
         }
-        stored = quantize_layer(layer, arch, quant_of_layer(i), result.report, result.quantized);
+        stored.report = result.report;
+        quantize_layer(layer, arch, ctx, result.quantized, stored);
         for (const auto& [role, absmax] : result.input_absmax) stored.vectors[role + kInputAbsmaxKey] = {absmax};
       }
+      if (any_width_is(widths, 16)) keep_fp16_linears(layer, arch, &widths, stored);
       at::Tensor next;  // the next layer's input, when the range run computed it
       if (pass_info.integer_only) {
         // The ranges of the layer as stored, on the inputs it sees; with quantized_inputs that

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -33,9 +34,11 @@ struct QuantizeConfig {
   // calibrate --fisher); without one, run_quantize runs the Fisher pass itself on calib_data.
   std::optional<std::filesystem::path> calib_file;
   squeezellm::LutOptions lut;  // lut.bits is taken from quant.bits
-  // Mixed precision (fsq quantize --plan): the width of each decoder layer, replacing
-  // quant.bits (and lut.bits) layer by layer; empty: every layer at quant.bits.
+  // Mixed precision (fsq quantize --plan): the width of each decoder layer (layer_bits) or
+  // of each linear (linear_bits: per layer, role -> bits; rtn and squeezellm), replacing
+  // quant.bits (and lut.bits); both empty: every linear at quant.bits. At most one is set.
   std::vector<int> layer_bits;
+  std::vector<std::map<std::string, int>> linear_bits;
   std::string layer_bits_model_sha256;  // the plan's model; non-empty: must be this model's
   // SmoothQuant's alpha and activation quantization (--method smoothquant, which ignores
   // `quant`: its weights are always kW8A8Weights).

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "formats/architectures.h"
 #include "formats/checkpoint.h"
+#include "formats/quant/lut_quant.h"
 #include "quantize/gptq.h"
 #include "quantize/gptq_lut.h"
 #include "quantize/layer_values.h"
@@ -22,13 +23,17 @@ CalibrationFile open_fisher_calibration(const std::filesystem::path& path, const
 
 StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, int64_t index,
                                const CalibrationFile* calib, const squeezellm::LutOptions& options,
-                               const LayerActivations* gptq_inputs) {
+                               const LayerActivations* gptq_inputs, const std::map<std::string, int>* widths) {
   StoredLayer stored;
   stored.report = nlohmann::json::object();
   // GPTQ's Hessian per role: one per group, shared by the linears reading the same input.
   std::map<std::string, at::Tensor> hessians;
   if (gptq_inputs) {
     for (const LinearGroup& group : arch.groups) {
+      bool has_lut_role = widths == nullptr;
+      for (const auto& role : group.roles)
+        has_lut_role = has_lut_role || (widths->count(role) && lut_bits_supported(widths->at(role)));
+      if (!has_lut_role) continue;
       const auto x = gptq_inputs->groups.find(group.name);
       if (x == gptq_inputs->groups.end()) throw Error("squeezellm", "GPTQ has no calibration inputs for " + group.name);
       const at::Tensor h = gptq_hessian(x->second);
@@ -36,6 +41,12 @@ StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, 
     }
   }
   for (const auto& spec : arch.linears) {
+    squeezellm::LutOptions linear_options = options;
+    if (widths) {
+      const auto it = widths->find(spec.role);
+      if (it == widths->end() || !lut_bits_supported(it->second)) continue;
+      linear_options.bits = it->second;
+    }
     const DenseLinear& d = dense_linear(layer, spec.role, "squeezellm");
     const std::string name = layer_name(spec.pattern, index);
     const int64_t rows = d.out_features(), cols = d.in_features();
@@ -50,7 +61,7 @@ StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, 
       fisher = float_span(*f).data();
     }
     squeezellm::LutStats stats;
-    LutMatrix m = squeezellm::quantize_lut(w.data(), fisher, rows, cols, options, &stats, name);
+    LutMatrix m = squeezellm::quantize_lut(w.data(), fisher, rows, cols, linear_options, &stats, name);
     stored.report[spec.role] = {{"sparse", stats.nnz},
                                 {"weighted_error", stats.weighted_error},
                                 {"squared_error", stats.squared_error},

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "calib/calib_file.h"
 #include "quantize/layer_store.h"
@@ -27,8 +29,12 @@ CalibrationFile open_fisher_calibration(const std::filesystem::path& path, const
 // (gptq_lut.h) on each group's Hessian. Norms and biases are kept as they are. The report
 // lists, per linear, the sparse values kept, the Fisher-weighted and plain squared errors of
 // the nearest codes and, with GPTQ, its reconstruction loss as a share of nearest's.
+// `widths` (a per-linear plan: role -> bits) quantizes only the roles it gives a LUT width
+// (3 or 4), each at its own, and leaves the others (and their biases) to the caller;
+// nullptr: every linear at options.bits.
 StoredLayer quantize_layer_lut(const DecoderLayer& layer, const ArchSpec& arch, int64_t index,
                                const CalibrationFile* calib, const squeezellm::LutOptions& options,
-                               const LayerActivations* gptq_inputs = nullptr);
+                               const LayerActivations* gptq_inputs = nullptr,
+                               const std::map<std::string, int>* widths = nullptr);
 
 }  // namespace fsq

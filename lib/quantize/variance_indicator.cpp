@@ -53,13 +53,16 @@ std::vector<LayerIndicator> variance_indicator(const Checkpoint& ckpt, const Cal
       at::Tensor sqmean = at::from_blob(const_cast<float*>(stats->sqmean.data()), {cols}, at::kFloat).to(at::kDouble);
       at::Tensor var = (sqmean - mean * mean).clamp_min(0);
       at::Tensor w = d.weight().to(at::kDouble);
-      out[i].params += static_cast<double>(w.numel());
+      LinearIndicator linear{spec.role, std::vector<double>(widths.size(), 0.0), static_cast<double>(w.numel())};
       for (size_t k = 0; k < widths.size(); ++k) {
         if (widths[k] >= 16) continue;
         const UniformQuant q = quant_for_columns(UniformQuant{widths[k], group_size, false}, cols);
         const double levels = std::ldexp(1.0, widths[k]) - 1;
-        out[i].omega[k] += range_variance_sum(w, var, q.group_size) / (levels * levels) / 4;
+        linear.omega[k] = range_variance_sum(w, var, q.group_size) / (levels * levels) / 4;
+        out[i].omega[k] += linear.omega[k];
       }
+      out[i].params += linear.params;
+      out[i].linears.push_back(std::move(linear));
     }
   }
   return out;

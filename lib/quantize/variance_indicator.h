@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace fsq {
@@ -16,9 +17,16 @@ namespace fsq {
 class Checkpoint;
 class CalibrationFile;
 
-struct LayerIndicator {
+struct LinearIndicator {
+  std::string role;           // ArchSpec linear role (q_proj, ...)
   std::vector<double> omega;  // per width, in the order asked
+  double params = 0;          // weights of the linear
+};
+
+struct LayerIndicator {
+  std::vector<double> omega;  // per width, in the order asked: the sum over `linears`
   double params = 0;          // weights of the layer's linears
+  std::vector<LinearIndicator> linears;  // in ArchSpec::linears order
 };
 
 // One entry per decoder layer. Throws fsq::Error when the calibration file lacks a linear's

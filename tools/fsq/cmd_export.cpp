@@ -70,6 +70,14 @@ int64_t layer_of(const std::string& name) {
   return std::strtoll(name.c_str() + at + key.size(), nullptr, 10);
 }
 
+// export --plan places or checks whole layers: a per-linear plan is refused.
+PlanFile read_layer_plan(const std::string& path) {
+  PlanFile plan = read_plan_file(path);
+  if (!plan.bits_per_linear.empty())
+    throw Error(path, "is a per-linear plan (fsq plan --per-linear); fsq export --plan takes per-layer plans");
+  return plan;
+}
+
 // Refuses a plan that the checkpoint was not quantized with: another model, another layer
 // count, or a layer whose linears have other widths than the plan gives it.
 void check_plan_matches(const PlanFile& plan, const std::string& plan_path, const PackedCheckpoint& packed) {
@@ -111,7 +119,7 @@ int run_compressed_tensors(const ExportFlags& f) {
   check_output_folder(f.out, "--out", {f.input, f.plan});
   check_output_file(f.emit_launch, "--emit-launch", {f.input, f.plan, f.out}, f.force);
   AtomicDir::check_destination(f.out);
-  const PlanFile plan = f.plan.empty() ? PlanFile{} : read_plan_file(f.plan);
+  const PlanFile plan = f.plan.empty() ? PlanFile{} : read_layer_plan(f.plan);
   if (!f.emit_launch.empty() && plan.stages.empty())
     throw Error(f.plan, "has no pipeline stages to launch (make it with fsq plan --cluster or --gpu)");
   const PackedCheckpoint packed = PackedCheckpoint::open(f.input);
@@ -167,7 +175,7 @@ int run_gguf(const ExportFlags& f) {
   check_output_file(f.out, "--out", {f.input, f.calib, f.plan}, f.force);
   check_output_file(f.json, "--json", {f.input, f.calib, f.plan, f.out}, f.force);
   check_output_file(f.emit_launch, "--emit-launch", {f.input, f.calib, f.plan, f.out, f.json}, f.force);
-  const PlanFile plan_file = f.plan.empty() ? PlanFile{} : read_plan_file(f.plan);
+  const PlanFile plan_file = f.plan.empty() ? PlanFile{} : read_layer_plan(f.plan);
   const int threads = apply_threads(f.rt.threads);
   apply_progress(f.progress);
 

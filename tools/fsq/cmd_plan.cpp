@@ -35,6 +35,7 @@ struct Flags {
   int group = 0;
   double memory_fraction = 0.9;
   bool json_stdout = false, force = false, list_gpus = false, list_presets = false;
+  bool per_linear = false;
 };
 
 int list(const Flags& f) {
@@ -78,6 +79,7 @@ plan::ModelSpec load_spec(const std::string& model) {
 struct Indicator {
   std::vector<std::vector<double>> omega;  // [layer][width]
   std::vector<double> params;
+  std::vector<LayerIndicator> layers;      // with each linear's share
   std::string sha256;
 };
 
@@ -86,7 +88,8 @@ Indicator indicator_from_calibration(const Flags& f) {
   CalibrationFile calib = CalibrationFile::open_for_model(f.calib, ckpt.weights_sha256(), "run fsq calibrate on this model");
   Indicator ind;
   ind.sha256 = ckpt.weights_sha256();
-  for (const auto& layer : variance_indicator(ckpt, calib, f.bits, f.group_size)) {
+  ind.layers = variance_indicator(ckpt, calib, f.bits, f.group_size);
+  for (const auto& layer : ind.layers) {
     ind.omega.push_back(layer.omega);
     ind.params.push_back(layer.params);
   }
@@ -97,12 +100,53 @@ std::string indicator_source(const Flags& f) {
   return "variance indicator from " + f.calib + " (asymmetric g" + std::to_string(f.group_size) + " rounding steps)";
 }
 
-// No devices: the widths per layer that minimize summed omega at --target-bits.
+plan::BitAssignment assign_per_layer(const Flags& f, const Indicator& ind) {
+  plan::BitAssignment a = plan::assign_bits(ind.omega, ind.params, f.bits, f.target_bits, f.time_limit);
+  if (!a.found) throw Error("plan", "no assignment meets --target-bits (solver: " + a.status + ")");
+  return a;
+}
+
+// --per-linear: every linear of every layer is an item of the knapsack. Returns the widths as
+// plan.bits_per_linear holds them: per layer, role -> bits.
+nlohmann::json assign_per_linear(const Flags& f, const Indicator& ind, plan::BitAssignment& a) {
+  std::vector<std::vector<double>> omega;
+  std::vector<double> params;
+  for (const auto& layer : ind.layers)
+    for (const auto& linear : layer.linears) {
+      omega.push_back(linear.omega);
+      params.push_back(linear.params);
+    }
+  a = plan::assign_bits(omega, params, f.bits, f.target_bits, f.time_limit);
+  if (!a.found) throw Error("plan", "no assignment meets --target-bits (solver: " + a.status + ")");
+  nlohmann::json widths = nlohmann::json::array();
+  size_t item = 0;
+  for (const auto& layer : ind.layers) {
+    nlohmann::json roles = nlohmann::json::object();
+    for (const auto& linear : layer.linears) roles[linear.role] = a.bits[item++];
+    widths.push_back(roles);
+  }
+  return widths;
+}
+
+void print_per_linear(const nlohmann::json& widths, const std::vector<LayerIndicator>& layers) {
+  std::printf("%-6s", "layer");
+  for (const auto& linear : layers.front().linears) std::printf(" %9s", linear.role.c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    std::printf("%-6zu", i);
+    for (const auto& linear : layers[i].linears) std::printf(" %9d", widths[i][linear.role].get<int>());
+    std::printf("\n");
+  }
+}
+
+// No devices: the widths per layer (or per linear) that minimize summed omega at --target-bits.
 int run_bit_assignment(const Flags& f) {
   if (f.target_bits <= 0) throw Error("--target-bits", "without --cluster or --gpu, fsq plan assigns widths for a budget: give --target-bits B");
   Indicator ind = indicator_from_calibration(f);
-  plan::BitAssignment a = plan::assign_bits(ind.omega, ind.params, f.bits, f.target_bits, f.time_limit);
-  if (!a.found) throw Error("plan", "no assignment meets --target-bits (solver: " + a.status + ")");
+  const plan::BitAssignment per_layer = assign_per_layer(f, ind);
+  plan::BitAssignment a = per_layer;
+  nlohmann::json linear_widths;
+  if (f.per_linear) linear_widths = assign_per_linear(f, ind, a);
   nlohmann::json j;
   plan::ModelSpec spec = load_spec(f.model);
   j["kind"] = "bit assignment";
@@ -112,11 +156,26 @@ int run_bit_assignment(const Flags& f) {
   j["widths"] = f.bits;
   j["group_size"] = f.group_size;
   j["target_bits"] = f.target_bits;
-  j["plan"] = {{"found", true}, {"status", a.status}, {"bits_per_layer", a.bits}, {"avg_bits", a.avg_bits},
-               {"sum_omega", a.omega}, {"solve_seconds", a.seconds}};
+  j["granularity"] = f.per_linear ? "linear" : "layer";
+  j["plan"] = {{"found", true}, {"status", a.status}, {"avg_bits", a.avg_bits}, {"sum_omega", a.omega},
+               {"solve_seconds", a.seconds}};
+  if (f.per_linear) {
+    j["plan"]["bits_per_linear"] = linear_widths;
+    j["per_layer_plan"] = {{"bits_per_layer", per_layer.bits}, {"avg_bits", per_layer.avg_bits}, {"sum_omega", per_layer.omega}};
+  } else {
+    j["plan"]["bits_per_layer"] = a.bits;
+  }
   j["uniform"] = nlohmann::json::array();
   for (size_t w = 0; w < f.bits.size(); ++w) j["uniform"].push_back({{"bits", f.bits[w]}, {"sum_omega", plan::uniform_omega(ind.omega, w)}});
   j["omega_per_layer"] = ind.omega;
+  if (f.per_linear) {
+    j["omega_per_linear"] = nlohmann::json::array();
+    for (const auto& layer : ind.layers) {
+      nlohmann::json roles = nlohmann::json::object();
+      for (const auto& linear : layer.linears) roles[linear.role] = linear.omega;
+      j["omega_per_linear"].push_back(roles);
+    }
+  }
   if (!f.out.empty()) write_json_report(f.out, j);
   if (f.json_stdout) {
     j["invocation"] = invocation_json();
@@ -124,10 +183,17 @@ int run_bit_assignment(const Flags& f) {
     return 0;
   }
   std::printf("%s: %zu layers, widths at most %.2f bits on average (code bits), omega: %s\n", spec.name.c_str(),
-              a.bits.size(), f.target_bits, indicator_source(f).c_str());
-  std::printf("bits per layer:");
-  for (int b : a.bits) std::printf(" %d", b);
-  std::printf("\nplan: average %.3f bits, sum omega %.6g (%s, %.2f s)\n", a.avg_bits, a.omega, a.status.c_str(), a.seconds);
+              ind.layers.size(), f.target_bits, indicator_source(f).c_str());
+  if (f.per_linear) {
+    print_per_linear(linear_widths, ind.layers);
+  } else {
+    std::printf("bits per layer:");
+    for (int b : a.bits) std::printf(" %d", b);
+    std::printf("\n");
+  }
+  std::printf("plan: average %.3f bits, sum omega %.6g (%s, %.2f s)\n", a.avg_bits, a.omega, a.status.c_str(), a.seconds);
+  if (f.per_linear)
+    std::printf("per-layer plan at the same budget: average %.3f bits, sum omega %.6g\n", per_layer.avg_bits, per_layer.omega);
   for (size_t w = 0; w < f.bits.size(); ++w)
     std::printf("uniform %2d bits: sum omega %.6g\n", f.bits[w], plan::uniform_omega(ind.omega, w));
   if (!f.out.empty()) std::printf("wrote %s\n", f.out.c_str());
@@ -137,6 +203,9 @@ int run_bit_assignment(const Flags& f) {
 int run_plan(const Flags& f) {
   if (f.list_gpus || f.list_presets) return list(f);
   if (!f.calib.empty() && f.model.empty()) throw Error("--calib", "the indicator needs the weights: give --model DIR too");
+  if (f.per_linear && !(f.cluster.empty() && f.gpu.empty()))
+    throw Error("--per-linear", "cluster plans place whole layers; per-linear widths are for plans without --cluster/--gpu");
+  if (f.per_linear && f.calib.empty()) throw Error("--per-linear", "needs the variance indicator: give --calib FILE");
   if (!f.calib.empty() && f.cluster.empty() && f.gpu.empty()) {
     check_output_file(f.out, "--out", {f.model, f.calib}, f.force);
     return run_bit_assignment(f);
@@ -212,6 +281,9 @@ Command add_plan_command(CLI::App& root) {
                   "calibration file of --model (fsq calibrate): omega from its activation variances and the weights' "
                   "rounding steps; without --cluster/--gpu, assigns per-layer widths for --target-bits")
       ->check(CLI::ExistingFile);
+  app->add_flag("--per-linear", f->per_linear,
+                "with --calib and no devices: one width per linear (q_proj, ..., down_proj) instead of per layer, "
+                "for fsq quantize --plan with rtn or squeezellm; the per-layer plan's sum omega is printed beside it");
   app->add_option("--group-size", f->group_size, "quantization group size the indicator assumes for 3/4/8 bits")
       ->capture_default_str();
   app->add_option("--gpu", f->gpu, "a single device of this type instead of --cluster (see --list-gpus)");
@@ -245,6 +317,7 @@ Command add_plan_command(CLI::App& root) {
                         "fsq plan --preset llama-2-70b --cluster cluster.json --quality-of 8",
                         "fsq plan --model models/llama --gpu A100-40G --out plan.json",
                         "fsq plan --model DIR --calib calib.safetensors --bits 3,4 --target-bits 3.5 --out plan.json",
+                        "fsq plan --model DIR --calib calib.safetensors --bits 3,4,8 --target-bits 4 --per-linear --out plan.json",
                         "fsq plan --list-gpus"}));
   return Command{app, [f] { return run_plan(*f); }};
 }

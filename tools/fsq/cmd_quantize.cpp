@@ -80,6 +80,7 @@ int run_quantize_command(const QuantizeFlags& f) {
   if (!f.plan.empty()) {
     PlanFile plan = read_plan_file(f.plan);
     cfg.layer_bits = std::move(plan.bits_per_layer);
+    cfg.linear_bits = std::move(plan.bits_per_linear);
     cfg.layer_bits_model_sha256 = std::move(plan.model_sha256);
   }
   if (!f.calib_data.empty()) cfg.calib_data = f.calib_data;
@@ -146,8 +147,10 @@ Command add_quantize_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::IsMember({4, 8, 16}));
   app->add_option("--plan", f->plan,
-                  "mixed precision: the width of each layer from fsq plan's plan.json (plan.bits_per_layer) instead "
-                  "of --bits; rtn and awq take 2/3/4/8/16, squeezellm 3/4/8/16 (its 8-bit layers: rtn int8 groups of --group-size, rounded by GPTQ with --gptq; 16: the layer stays dense, fp16)")
+                  "mixed precision: the width of each layer (plan.bits_per_layer) or, from fsq plan --per-linear, of "
+                  "each linear (plan.bits_per_linear; rtn and squeezellm) from fsq plan's plan.json instead of --bits; "
+                  "rtn and awq take 2/3/4/8/16, squeezellm 3/4/8/16 (its 8-bit widths: rtn int8 groups of "
+                  "--group-size, rounded by GPTQ with --gptq; 16: kept dense, fp16)")
       ->check(CLI::ExistingFile);
   app->add_option("--calib-data", f->calib_data,
                   "calibration text for awq, and for squeezellm's Fisher pass when no --calib is given: .txt, "

@@ -3,6 +3,7 @@
 // the model's sha256 when the plan was made from a calibration file.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,9 @@
 namespace fsq::cli {
 
 struct PlanFile {
+  // Exactly one of the two is non-empty.
   std::vector<int> bits_per_layer;
+  std::vector<std::map<std::string, int>> bits_per_linear;  // per layer: linear role -> bits
   std::vector<RpcStage> stages;       // pipeline stages in order; empty for a plan without devices
   std::string model_sha256;           // "" when the plan does not name its model
 };

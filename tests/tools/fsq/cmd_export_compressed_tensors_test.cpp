@@ -96,6 +96,14 @@ TEST_F(CliExportCompressedTensors, PlanIsCheckedAndLaunchedOnVllm) {
   const RunResult layers = export_ct("w4", "never", {"--plan", (dir_ / "plan6.json").string()});
   EXPECT_NE(layers.err.find("gives widths for 6 layers"), std::string::npos) << layers.err;
   EXPECT_FALSE(fs::exists(dir_ / "never"));
+
+  // Pipeline stages hold whole layers: a per-linear plan (fsq plan --per-linear) is refused.
+  std::ofstream(dir_ / "per-linear.json") << R"({"plan": {"bits_per_linear": [{"q_proj": 4}]}})";
+  const RunResult per_linear = export_ct("w4", "never", {"--plan", (dir_ / "per-linear.json").string()});
+  EXPECT_EQ(per_linear.exit_code, 1);
+  EXPECT_EQ(lines(per_linear.err), 1u) << per_linear.err;
+  EXPECT_NE(per_linear.err.find("is a per-linear plan"), std::string::npos) << per_linear.err;
+  EXPECT_FALSE(fs::exists(dir_ / "never"));
 }
 
 TEST_F(CliExportCompressedTensors, BadRequestsFailBeforeWriting) {

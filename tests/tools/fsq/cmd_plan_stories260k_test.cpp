@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <numeric>
 
+#include "formats/packed_checkpoint.h"
 #include "stories260k_quantize_suite.h"
 #include "text_files.h"
 
@@ -48,6 +50,27 @@ class CliPlanStories260k : public Stories260kQuantizeSuite {
   static double rtn_kl_with_widths(const std::string& name, const std::vector<int>& bits) {
     return kl_with_widths(name, bits, {"--method", "rtn"});
   }
+  // The same with one width per linear (plan.bits_per_linear: per layer, role -> bits).
+  static double kl_with_linear_widths(const std::string& name, const nlohmann::json& bits_per_linear,
+                                      std::vector<std::string> method) {
+    fs::path plan_file = dir_ / (name + ".plan.json");
+    testing::write_file(plan_file, nlohmann::json{{"plan", {{"bits_per_linear", bits_per_linear}}}}.dump());
+    for (const char* o : {"--plan", plan_file.c_str(), "--head-bits", "16"}) method.push_back(o);
+    RunResult r = quantize(dir_ / name, method);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return evaluate_against_stories260k(dir_ / name).kl;
+  }
+  // Per-layer widths written as a per-linear plan: every linear at its layer's width.
+  static nlohmann::json per_linear(const std::vector<int>& layer_bits) {
+    nlohmann::json out = nlohmann::json::array();
+    for (int b : layer_bits) {
+      nlohmann::json roles = nlohmann::json::object();
+      for (const char* role : kRoles) roles[role] = b;
+      out.push_back(roles);
+    }
+    return out;
+  }
+  static constexpr const char* kRoles[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 };
 
 std::vector<double> ranks(const std::vector<double>& v) {
@@ -89,6 +112,80 @@ TEST_F(CliPlanStories260k, MixedPlanAtThreeAndAHalfBitsBeatsUniformWidths) {
   RunResult inspect = run_fsq({"inspect", (dir_ / "mixed").string()});
   EXPECT_NE(inspect.out.find("w3g64a"), std::string::npos) << inspect.out;
   EXPECT_NE(inspect.out.find("w4g64a"), std::string::npos) << inspect.out;
+}
+
+// The knapsack over linears can choose every per-layer plan, so its optimum is never above
+// the per-layer one; the tolerance covers CBC's relative optimality gap on the scaled objective.
+constexpr double kSolverRelativeGap = 1e-6;
+
+TEST_F(CliPlanStories260k, PerLinearPlanIsNoWorseInOmegaAndEachLinearGetsItsWidth) {
+  FSQ_REQUIRE_STORIES260K();
+  nlohmann::json j = plan({"--bits", "3,4", "--target-bits", "3.5", "--per-linear"});
+  EXPECT_EQ(j["granularity"], "linear");
+  const nlohmann::json& widths = j["plan"]["bits_per_linear"];
+  ASSERT_EQ(widths.size(), 5u);
+  std::map<int, int> count;
+  for (const auto& layer : widths) {
+    ASSERT_EQ(layer.size(), 7u) << layer.dump();
+    for (const auto& [role, b] : layer.items()) count[b.get<int>()] += 1;
+  }
+  EXPECT_GT(count[3], 0);
+  EXPECT_GT(count[4], 0);
+  EXPECT_LE(j["plan"]["avg_bits"].get<double>(), 3.5 + 1e-9);
+  const double per_layer = j["per_layer_plan"]["sum_omega"].get<double>();
+  EXPECT_LE(j["plan"]["sum_omega"].get<double>(), per_layer * (1 + kSolverRelativeGap));
+  std::printf("[ plan ] stories260K sum omega at 3.5 bits: per linear %.6g, per layer %.6g\n",
+              j["plan"]["sum_omega"].get<double>(), per_layer);
+
+  fs::path plan_file = dir_ / "per-linear.plan.json";
+  testing::write_file(plan_file, j.dump());
+  ASSERT_EQ(quantize(dir_ / "per-linear", {"--method", "rtn", "--plan", plan_file.string()}).exit_code, 0);
+  const PackedCheckpoint packed = PackedCheckpoint::open(dir_ / "per-linear");
+  int checked = 0;
+  for (const PackedLinear& l : packed.linears())
+    for (int layer = 0; layer < 5; ++layer)
+      for (const char* role : kRoles)
+        if (l.name.find("layers." + std::to_string(layer) + ".") != std::string::npos &&
+            l.name.find(role) != std::string::npos) {
+          EXPECT_EQ(l.quant.bits, widths[layer][role].get<int>()) << l.name << " " << l.quant_type;
+          checked += 1;
+        }
+  EXPECT_EQ(checked, 35);
+}
+
+// A per-linear plan that gives each layer one width is the per-layer plan: the same KL, to the
+// last bit (the checkpoints differ only in the plan recorded in fsq.json). GPTQ then runs on
+// whole groups at one width, as before per-linear plans existed.
+TEST_F(CliPlanStories260k, PerLinearPlanOfLayerWidthsMatchesThePerLayerPlan) {
+  FSQ_REQUIRE_STORIES260K();
+  const std::vector<int> bits = {3, 8, 4, 16, 3};
+  const std::vector<std::string> rtn_gptq = {"--method", "rtn", "--gptq"};
+  EXPECT_EQ(kl_with_linear_widths("lin-rtn-gptq", per_linear(bits), rtn_gptq), kl_with_widths("lay-rtn-gptq", bits, rtn_gptq));
+  const std::vector<std::string> squeezellm = {"--method", "squeezellm", "--unweighted", "--dense-only", "--gptq"};
+  EXPECT_EQ(kl_with_linear_widths("lin-sq", per_linear(bits), squeezellm), kl_with_widths("lay-sq", bits, squeezellm));
+}
+
+// Widths mixed inside a layer and inside a linear group (q/k/v read one input): squeezellm
+// stores LUTs, int8 groups and fp16 side by side, and GPTQ rounds a group's linears per width
+// on the group's one Hessian, which beats rounding them to nearest.
+TEST_F(CliPlanStories260k, WidthsMixedInsideALayerAreStoredAndRun) {
+  FSQ_REQUIRE_STORIES260K();
+  nlohmann::json widths = per_linear({4, 4, 4, 4, 4});
+  widths[0] = {{"q_proj", 3}, {"k_proj", 4}, {"v_proj", 8}, {"o_proj", 16}, {"gate_proj", 8}, {"up_proj", 3}, {"down_proj", 4}};
+  const std::vector<std::string> squeezellm = {"--method", "squeezellm", "--unweighted", "--dense-only"};
+  const double mixed = kl_with_linear_widths("sq-lin-mixed", widths, squeezellm);
+  const double all3 = kl_with_widths("sq-lin-all3", std::vector<int>(5, 3), squeezellm);
+  EXPECT_LT(mixed, all3);
+  const RunResult inspect = run_fsq({"inspect", (dir_ / "sq-lin-mixed").string()});
+  for (const char* type : {"lut3", "lut4", "w8g", "model.layers.0.self_attn.o_proj.weight"})
+    EXPECT_NE(inspect.out.find(type), std::string::npos) << type << inspect.out;
+
+  widths[0] = {{"q_proj", 3}, {"k_proj", 4}, {"v_proj", 8}, {"o_proj", 3}, {"gate_proj", 2}, {"up_proj", 3}, {"down_proj", 4}};
+  const double gptq = kl_with_linear_widths("rtn-lin-gptq", widths, {"--method", "rtn", "--gptq"});
+  const double nearest = kl_with_linear_widths("rtn-lin-nearest", widths, {"--method", "rtn"});
+  std::printf("[ plan ] stories260K per-linear plans, mean KL: squeezellm mixed %.4f (all 3: %.4f); rtn mixed %.4f, "
+              "with gptq %.4f\n", mixed, all3, nearest, gptq);
+  EXPECT_LT(gptq, nearest);
 }
 
 // Five layers give a coarse ranking: the check is that omega agrees with the measured

@@ -76,6 +76,10 @@ TEST(CliPlan, ImpossibleRequestsGetOneLine) {
   EXPECT_FALSE(fs::exists(dir / "p.json"));
   expect_one_line_error(run_fsq({"plan", "--preset", "opt-13b", "--gpu", "A10", "--model", dir.string()}),
                         "--model DIR or --preset NAME");
+  expect_one_line_error(run_fsq({"plan", "--preset", "opt-13b", "--gpu", "A10", "--per-linear"}),
+                        "--per-linear: cluster plans place whole layers");
+  expect_one_line_error(run_fsq({"plan", "--model", dir.string(), "--target-bits", "4", "--per-linear"}),
+                        "--per-linear: needs the variance indicator: give --calib FILE");
   fs::remove_all(dir);
 }
 
