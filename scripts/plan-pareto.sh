@@ -30,7 +30,7 @@ fi
 
 configs="$method:3:128 $method:4:128 $method:8:128"
 for b in $budgets; do configs+=" $method:plan:$b"; done
-# FSQ_PER_LINEAR=1 (rtn or squeezellm): also one width per linear at each budget.
+# FSQ_PER_LINEAR=1: also one width per linear at each budget.
 if [[ ${FSQ_PER_LINEAR:-0} == 1 ]]; then for b in $budgets; do configs+=" $method:linplan:$b"; done; fi
 FSQ_CONFIGS="$configs" FSQ_WORK_DIR="$work/table" FSQ_PROTOCOLS="${FSQ_PROTOCOLS:-gptq}" \
   FSQ_TEXTS="${FSQ_TEXTS:-${FSQ_SHARED_DIR:-$root/../shared}/data/tinystories/tinystories_val.txt}" \

@@ -30,7 +30,7 @@
 # Mixed precision (fsq plan): METHOD:plan:TARGET (METHOD awq, rtn or squeezellm) runs
 # `fsq plan --calib` on the shared calibration file (LLM-PQ's variance indicator, widths 3
 # and 4, and 8 above a 4-bit target) for TARGET average code bits, then quantizes with --plan; its bits/w is measured
-# on the written file (fsq inspect). METHOD:linplan:TARGET (rtn or squeezellm) plans one
+# on the written file (fsq inspect). METHOD:linplan:TARGET plans one
 # width per linear instead of per layer (fsq plan --per-linear).
 #   FSQ_CONFIGS="awq:3:128 awq:plan:3.5 squeezellm:3:sparse squeezellm:plan:3.5 squeezellm:linplan:3.5" ...
 #

@@ -76,11 +76,14 @@ PassResult AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, const
       continue;
     }
     std::vector<at::Tensor> weights;
-    for (const auto& role : group.roles) weights.push_back(dense(layer, role).weight().to(at::kFloat));
-    const UniformQuant q = ctx.quant_for(x.size(-1));
+    std::vector<std::optional<UniformQuant>> quants;  // per linear: a plan may give them different widths
+    for (const auto& role : group.roles) {
+      weights.push_back(dense(layer, role).weight().to(at::kFloat));
+      quants.push_back(ctx.rounds(role) ? std::optional(ctx.quant_for(role, x.size(-1))) : std::nullopt);
+    }
     const at::Tensor xs = search_subset(x, group.block == BlockKind::kAttention, ctx.search_tokens);
     ScaleSearchResult found =
-        awq_search_scales(x2, weights, q, block_forward(layer, group, xs, ctx), options_.scale);
+        awq_search_scales(x2, weights, quants, block_forward(layer, group, xs, ctx), options_.scale);
     const at::Tensor& s = found.scales;
     fold_group_scales(layer, ctx.arch, group, s, "awq");
     scaled_inputs[group.name] = x2 / s;
@@ -97,10 +100,10 @@ PassResult AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, const
   if (options_.search_clip) {
     for (const LinearGroup& group : ctx.arch.groups) {
       for (const auto& role : group.roles) {
-        if (ctx.arch.linear(role).rotary_output) continue;  // see awq_pass.h
+        if (ctx.arch.linear(role).rotary_output || !ctx.rounds(role)) continue;  // see awq_pass.h; 16-bit: no clip
         const DenseLinear& d = dense(layer, role);
         at::Tensor w = d.weight().to(at::kFloat);
-        const UniformQuant q = ctx.quant_for(w.size(1));
+        const UniformQuant q = ctx.quant_for(role, w.size(1));
         at::Tensor clip = awq_search_clip(w, scaled_inputs.at(group.name), q, options_.clip);
         set_linear(layer, role, clip_groups(w, clip, q), d.bias());
       }

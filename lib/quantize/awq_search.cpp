@@ -85,7 +85,14 @@ at::Tensor awq_scales(const at::Tensor& channel_magnitude, double alpha) {
 ScaleSearchResult awq_search_scales(const at::Tensor& x, const std::vector<at::Tensor>& weights,
                                     const UniformQuant& q, const BlockForward& block,
                                     const ScaleSearchOptions& options) {
+  return awq_search_scales(x, weights, std::vector<std::optional<UniformQuant>>(weights.size(), q), block, options);
+}
+
+ScaleSearchResult awq_search_scales(const at::Tensor& x, const std::vector<at::Tensor>& weights,
+                                    const std::vector<std::optional<UniformQuant>>& quants, const BlockForward& block,
+                                    const ScaleSearchOptions& options) {
   check_input("awq scale search", x, weights);
+  if (quants.size() != weights.size()) throw Error("awq scale search", "one quant type per weight is needed");
   if (options.n_grid < 1) throw Error("awq scale search", "n_grid must be positive");
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> originals;
@@ -99,7 +106,8 @@ ScaleSearchResult awq_search_scales(const at::Tensor& x, const std::vector<at::T
     const double alpha = double(i) / options.n_grid;
     const at::Tensor s = awq_scales(magnitude, alpha);
     std::vector<at::Tensor> candidates;
-    for (const at::Tensor& w : originals) candidates.push_back(fake_quantize(w * s, q) / s);
+    for (size_t j = 0; j < originals.size(); ++j)
+      candidates.push_back(quants[j] ? fake_quantize(originals[j] * s, *quants[j]) / s : originals[j]);
     const double loss = mse(block(candidates), reference);
     if (std::isnan(loss))
       throw Error("awq scale search", "block output is NaN at alpha " + std::to_string(alpha));

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "formats/quant/uniform_quant.h"
@@ -55,6 +56,11 @@ struct ScaleSearchResult {
 // tokens it evaluates (all of x or a subsample).
 ScaleSearchResult awq_search_scales(const at::Tensor& x, const std::vector<at::Tensor>& weights,
                                     const UniformQuant& q, const BlockForward& block,
+                                    const ScaleSearchOptions& options = {});
+// The same with one quant type per weight (a per-linear plan); nullopt: that linear is not
+// rounded (kept at 16 bits), so it only carries the scales.
+ScaleSearchResult awq_search_scales(const at::Tensor& x, const std::vector<at::Tensor>& weights,
+                                    const std::vector<std::optional<UniformQuant>>& quants, const BlockForward& block,
                                     const ScaleSearchOptions& options = {});
 
 struct ClipSearchOptions {

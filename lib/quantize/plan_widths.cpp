@@ -30,10 +30,6 @@ std::vector<LayerWidths> expand_plan_widths(const std::vector<int>& layer_bits,
   if (static_cast<int64_t>(planned) != layers)
     throw Error("--plan", "the plan has widths for " + std::to_string(planned) + " layers, the model has " +
                               std::to_string(layers) + " (a plan for another model?)");
-  // AWQ searches one scale per input group on the group's linears at one width.
-  if (!linear_bits.empty() && !lut && method != "rtn")
-    throw Error("--plan", "per-linear plans need --method rtn or squeezellm; --method " + method +
-                              " takes per-layer plans (fsq plan without --per-linear)");
   std::vector<LayerWidths> out(planned);
   for (size_t i = 0; i < planned; ++i) {
     if (!layer_bits.empty()) {

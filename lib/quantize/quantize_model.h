@@ -35,7 +35,7 @@ struct QuantizeConfig {
   std::optional<std::filesystem::path> calib_file;
   squeezellm::LutOptions lut;  // lut.bits is taken from quant.bits
   // Mixed precision (fsq quantize --plan): the width of each decoder layer (layer_bits) or
-  // of each linear (linear_bits: per layer, role -> bits; rtn and squeezellm), replacing
+  // of each linear (linear_bits: per layer, role -> bits), replacing
   // quant.bits (and lut.bits); both empty: every linear at quant.bits. At most one is set.
   std::vector<int> layer_bits;
   std::vector<std::map<std::string, int>> linear_bits;

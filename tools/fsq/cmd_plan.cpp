@@ -283,7 +283,7 @@ Command add_plan_command(CLI::App& root) {
       ->check(CLI::ExistingFile);
   app->add_flag("--per-linear", f->per_linear,
                 "with --calib and no devices: one width per linear (q_proj, ..., down_proj) instead of per layer, "
-                "for fsq quantize --plan with rtn or squeezellm; the per-layer plan's sum omega is printed beside it");
+                "for fsq quantize --plan (rtn, awq, squeezellm); the per-layer plan's sum omega is printed beside it");
   app->add_option("--group-size", f->group_size, "quantization group size the indicator assumes for 3/4/8 bits")
       ->capture_default_str();
   app->add_option("--gpu", f->gpu, "a single device of this type instead of --cluster (see --list-gpus)");

@@ -148,7 +148,7 @@ Command add_quantize_command(CLI::App& root) {
       ->check(CLI::IsMember({4, 8, 16}));
   app->add_option("--plan", f->plan,
                   "mixed precision: the width of each layer (plan.bits_per_layer) or, from fsq plan --per-linear, of "
-                  "each linear (plan.bits_per_linear; rtn and squeezellm) from fsq plan's plan.json instead of --bits; "
+                  "each linear (plan.bits_per_linear) from fsq plan's plan.json instead of --bits; "
                   "rtn and awq take 2/3/4/8/16, squeezellm 3/4/8/16 (its 8-bit widths: rtn int8 groups of "
                   "--group-size, rounded by GPTQ with --gptq; 16: kept dense, fp16)")
       ->check(CLI::ExistingFile);

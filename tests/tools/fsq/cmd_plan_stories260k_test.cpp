@@ -163,11 +163,14 @@ TEST_F(CliPlanStories260k, PerLinearPlanOfLayerWidthsMatchesThePerLayerPlan) {
   EXPECT_EQ(kl_with_linear_widths("lin-rtn-gptq", per_linear(bits), rtn_gptq), kl_with_widths("lay-rtn-gptq", bits, rtn_gptq));
   const std::vector<std::string> squeezellm = {"--method", "squeezellm", "--unweighted", "--dense-only", "--gptq"};
   EXPECT_EQ(kl_with_linear_widths("lin-sq", per_linear(bits), squeezellm), kl_with_widths("lay-sq", bits, squeezellm));
+  const std::vector<std::string> awq = {"--method", "awq"};
+  EXPECT_EQ(kl_with_linear_widths("lin-awq", per_linear(bits), awq), kl_with_widths("lay-awq", bits, awq));
 }
 
 // Widths mixed inside a layer and inside a linear group (q/k/v read one input): squeezellm
-// stores LUTs, int8 groups and fp16 side by side, and GPTQ rounds a group's linears per width
-// on the group's one Hessian, which beats rounding them to nearest.
+// stores LUTs, int8 groups and fp16 side by side; GPTQ rounds a group's linears per width on
+// the group's one Hessian, which beats rounding them to nearest, and AWQ's search beats
+// rounding too.
 TEST_F(CliPlanStories260k, WidthsMixedInsideALayerAreStoredAndRun) {
   FSQ_REQUIRE_STORIES260K();
   nlohmann::json widths = per_linear({4, 4, 4, 4, 4});
@@ -183,9 +186,15 @@ TEST_F(CliPlanStories260k, WidthsMixedInsideALayerAreStoredAndRun) {
   widths[0] = {{"q_proj", 3}, {"k_proj", 4}, {"v_proj", 8}, {"o_proj", 3}, {"gate_proj", 2}, {"up_proj", 3}, {"down_proj", 4}};
   const double gptq = kl_with_linear_widths("rtn-lin-gptq", widths, {"--method", "rtn", "--gptq"});
   const double nearest = kl_with_linear_widths("rtn-lin-nearest", widths, {"--method", "rtn"});
+  // AWQ searches a group's one scale vector with each linear rounded at its own width (and a
+  // 16-bit one not rounded).
+  widths[1]["v_proj"] = 16;
+  const double awq = kl_with_linear_widths("awq-lin", widths, {"--method", "awq"});
+  const double rtn16 = kl_with_linear_widths("rtn-lin-16", widths, {"--method", "rtn"});
   std::printf("[ plan ] stories260K per-linear plans, mean KL: squeezellm mixed %.4f (all 3: %.4f); rtn mixed %.4f, "
-              "with gptq %.4f\n", mixed, all3, nearest, gptq);
+              "with gptq %.4f; with a 16-bit v_proj: rtn %.4f, awq %.4f\n", mixed, all3, nearest, gptq, rtn16, awq);
   EXPECT_LT(gptq, nearest);
+  EXPECT_LT(awq, rtn16);
 }
 
 // Five layers give a coarse ranking: the check is that omega agrees with the measured
