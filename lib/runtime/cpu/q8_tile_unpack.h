@@ -2,7 +2,7 @@
 // weight rows [n0, n0 + 32) become row-major int8 values rows[32][cols] (zeros past the
 // matrix's last row), 64 columns per step. LUT rows: their signed table entries (4-bit
 // codes in uniform_q8_gemm_avx512vnni.cpp, 3-bit in lut_q8_avx512vbmi.cpp); uniform rows:
-// code - zero (4- and 8-bit in the VNNI file, 3-bit in the VBMI one). Internal linkage and
+// code - zero (2-, 4- and 8-bit in the VNNI file, 3-bit in the VBMI one). Internal linkage and
 // intrinsics: include only from those AVX-512 files (uniform_isa.h says why).
 #pragma once
 

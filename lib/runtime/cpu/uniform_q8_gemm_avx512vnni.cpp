@@ -91,6 +91,17 @@ __m512i unpack_nibbles(const uint8_t* bytes, int64_t count) {
   return _mm512_or_si512(_mm512_and_si512(words, low), _mm512_and_si512(_mm512_slli_epi16(words, 4), high));
 }
 
+// 64 2-bit codes from 16 bytes as bytes in column order (byte i: codes 4i .. 4i + 3 from its
+// low bits up); count columns, the rest zero. Byte i widened to dword i, then dword byte j
+// takes bits 2j .. 2j + 1 of it: shifts by 6j line them up, one mask keeps them.
+__m512i unpack_crumbs(const uint8_t* bytes, int64_t count) {
+  const __m512i d = _mm512_cvtepu8_epi32(
+      _mm_maskz_loadu_epi8(static_cast<__mmask16>(count == 64 ? 0xFFFFu : (1u << ((count + 3) / 4)) - 1), bytes));
+  const __m512i spread = _mm512_or_si512(_mm512_or_si512(d, _mm512_slli_epi32(d, 6)),
+                                         _mm512_or_si512(_mm512_slli_epi32(d, 12), _mm512_slli_epi32(d, 18)));
+  return _mm512_and_si512(spread, _mm512_set1_epi8(0x03));
+}
+
 // Row-major signed table entries of 4-bit LUT rows [n0, n0 + 32) into rows[32][cols]: one
 // vpshufb looks up 64 codes in the row's 16-entry int8 table (stored biased by 128).
 void unpack_lut_rows(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, int8_t* rows) {
@@ -99,12 +110,16 @@ void unpack_lut_rows(const LutWeightsView& w, const LutQ8Tables& t, int64_t n0, 
   });
 }
 
-// Row-major signed codes (code - zero) of weight rows [n0, n0 + 32) into rows[32][cols]: 4-
-// and 8-bit rows unpacked here, 3-bit ones with VBMI where the CPU has it, other widths by
-// the baseline code.
+// Row-major signed codes (code - zero) of weight rows [n0, n0 + 32) into rows[32][cols]: 2-,
+// 4- and 8-bit rows unpacked here, 3-bit ones with VBMI where the CPU has it, else by the
+// baseline code.
 void unpack_rows(const UniformWeightsView& w, int64_t n0, int8_t* rows) {
   if (w.bits == 3 && cpu_has_avx512_vbmi()) {
     unpack_uniform3_rows_avx512vbmi(w, n0, rows);
+  } else if (w.bits == 2) {
+    unpack_uniform_tile_rows(w, n0, rows, [](const uint8_t* bytes, int64_t k, int64_t count) {
+      return unpack_crumbs(bytes + k / 4, count);
+    });
   } else if (w.bits == 4) {
     unpack_uniform_tile_rows(w, n0, rows, [](const uint8_t* bytes, int64_t k, int64_t count) {
       return unpack_nibbles(bytes + k / 2, count);
