@@ -69,6 +69,12 @@ void GpuSpecTable::merge(const GpuSpecTable& other) {
   }
 }
 
+void GpuSpecTable::add_if_unknown(const GpuSpec& spec) {
+  for (const auto& s : specs_)
+    if (lower(s.name) == lower(spec.name)) return;
+  specs_.push_back(spec);
+}
+
 const GpuSpec& GpuSpecTable::find(const std::string& name, const std::string& where) const {
   for (const auto& s : specs_)
     if (lower(s.name) == lower(name)) return s;

@@ -32,6 +32,9 @@ class GpuSpecTable {
 
   // Entries of `other` replace same-named ones here and add the rest.
   void merge(const GpuSpecTable& other);
+  // Adds `spec` unless its type is known (a device measured by fsq profile, e.g. "cpu",
+  // whose rates stay 0: only its profile may time it).
+  void add_if_unknown(const GpuSpec& spec);
   // Case-insensitive; throws fsq::Error naming `where` and listing the known types.
   const GpuSpec& find(const std::string& name, const std::string& where) const;
   const std::vector<GpuSpec>& all() const { return specs_; }

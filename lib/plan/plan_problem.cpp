@@ -1,6 +1,7 @@
 #include "plan/plan_problem.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/error.h"
 
@@ -70,6 +71,17 @@ std::vector<int> even_partition(int groups, int stages) {
   return stage_of;
 }
 
+const LatencyProfile* find_profile(const std::vector<LatencyProfile>* profiles, const std::string& name) {
+  if (!profiles) return nullptr;
+  auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  for (const auto& p : *profiles)
+    if (lower(p.device) == lower(name)) return &p;
+  return nullptr;
+}
+
 PlanProblem build_problem(const ProblemInputs& in) {
   const ModelSpec& m = *in.model;
   const Workload& wl = in.workload;
@@ -93,7 +105,9 @@ PlanProblem build_problem(const ProblemInputs& in) {
   p.omega.assign(static_cast<size_t>(p.groups) * W, 0);
   for (int j = 0; j < p.stages; ++j) {
     for (int w = 0; w < W; ++w) {
-      PhaseSeconds t = layer_seconds(m, wl, in.order[j].spec, p.widths[w], in.efficiency);
+      const LatencyProfile* measured = find_profile(in.profiles, in.order[j].spec.name);
+      PhaseSeconds t = measured ? profile_layer_seconds(*measured, wl, p.widths[w])
+                                : layer_seconds(m, wl, in.order[j].spec, p.widths[w], in.efficiency);
       double layer_bytes = static_cast<double>(layer_weight_bytes(m, p.widths[w])) + kv;
       for (int g = 0; g < p.groups; ++g) {
         p.bytes[p.at(g, j, w)] = layer_bytes * p.group_layers[g];
@@ -118,7 +132,8 @@ PlanProblem build_problem(const ProblemInputs& in) {
     if (j == 0) s.bytes += static_cast<double>(embedding_bytes(m));
     if (j == p.stages - 1) {
       s.bytes += static_cast<double>(head_bytes(m) + logits_bytes(m, wl));
-      PhaseSeconds h = head_seconds(m, wl, in.order[j].spec, in.efficiency);
+      const LatencyProfile* measured = find_profile(in.profiles, in.order[j].spec.name);
+      PhaseSeconds h = measured ? profile_head_seconds(*measured, wl) : head_seconds(m, wl, in.order[j].spec, in.efficiency);
       s.prefill_s += h.prefill;
       s.decode_s += h.decode;
     } else {

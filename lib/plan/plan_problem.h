@@ -15,6 +15,7 @@
 
 #include "plan/cluster.h"
 #include "plan/cost_model.h"
+#include "plan/latency_profile.h"
 #include "plan/model_spec.h"
 
 namespace fsq::plan {
@@ -90,7 +91,13 @@ struct ProblemInputs {
   int group_size = 1;                            // consecutive layers per group (--layers-per-group)
   double memory_fraction = 0.9;                  // of each device's memory the plan may use
   Efficiency efficiency;
+  // Measured latencies (fsq profile): a device whose type has one takes its layer and head
+  // times from it instead of the roofline; null or no match: roofline.
+  const std::vector<LatencyProfile>* profiles = nullptr;
 };
+
+// The profile for device type `name` (case-insensitive), or null.
+const LatencyProfile* find_profile(const std::vector<LatencyProfile>* profiles, const std::string& name);
 
 PlanProblem build_problem(const ProblemInputs& in);
 

@@ -75,6 +75,12 @@ nlohmann::json plan_to_json(const PlanRequest& q, const PlanReport& r) {
                      {"compute_efficiency", q.options.efficiency.compute},
                      {"memory_efficiency", q.options.efficiency.memory},
                      {"memory_fraction", q.options.memory_fraction}};
+  if (!q.profiles.empty()) {
+    j["cost_model"]["kind"] = "measured profiles (fsq profile) where a device type has one, else roofline (datasheet rates)";
+    j["cost_model"]["profiles"] = nlohmann::json::array();
+    for (const auto& p : q.profiles)
+      j["cost_model"]["profiles"].push_back({{"device", p.device}, {"file", p.source}, {"measured_on", p.measured_on}});
+  }
   j["widths"] = q.options.widths;
   j["omega_source"] = q.omega_source;
   j["search"] = {{"solver", q.options.solver},
@@ -103,6 +109,11 @@ std::string plan_table(const PlanRequest& q, const PlanReport& r) {
                 static_cast<long long>(q.workload.new_tokens), static_cast<long long>(q.workload.batch), q.workload.kv_bits,
                 q.omega_source.c_str());
   out += line;
+  for (const auto& p : q.profiles) {
+    std::snprintf(line, sizeof line, "latency of %s: measured profile %s (%s)\n", p.device.c_str(), p.source.c_str(),
+                  p.measured_on.c_str());
+    out += line;
+  }
   if (r.plan.found) {
     std::snprintf(line, sizeof line, "plan: prefill micro-batch %lld, decode micro-batch %lld (%s, %.2f s)\n",
                   static_cast<long long>(r.plan.workload.prefill_microbatch),

@@ -58,6 +58,7 @@ ProblemInputs inputs_for(const PlanRequest& r, const std::vector<Device>& order,
   in.group_size = group_size;
   in.memory_fraction = r.options.memory_fraction;
   in.efficiency = r.options.efficiency;
+  in.profiles = &r.profiles;
   return in;
 }
 

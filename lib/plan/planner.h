@@ -37,6 +37,8 @@ struct PlanRequest {
   std::vector<std::vector<double>> layer_omega;  // [layer][index into options.widths]
   std::string omega_source;
   PlannerOptions options;
+  // Measured latencies per device type (fsq profile); other devices use the roofline.
+  std::vector<LatencyProfile> profiles;
 };
 
 struct StagePlan {

@@ -14,6 +14,7 @@
 #include "formats/gguf/gguf_reader.h"
 #include "plan/bit_assignment.h"
 #include "plan/cluster.h"
+#include "plan/latency_profile.h"
 #include "plan/plan_report.h"
 #include "plan/planner.h"
 #include "provenance.h"
@@ -36,6 +37,7 @@ struct Flags {
   double memory_fraction = 0.9;
   bool json_stdout = false, force = false, list_gpus = false, list_presets = false;
   bool per_linear = false;
+  std::vector<std::string> profiles;
 };
 
 int list(const Flags& f) {
@@ -200,12 +202,40 @@ int run_bit_assignment(const Flags& f) {
   return 0;
 }
 
+// --profile files: each measured on this model's shape with every width planned; a device
+// type the GPU table lacks (a CPU profile) joins it with the measuring machine's memory.
+std::vector<plan::LatencyProfile> load_profiles(const Flags& f, const plan::ModelSpec& model, plan::GpuSpecTable& gpus) {
+  std::vector<plan::LatencyProfile> out;
+  for (const auto& path : f.profiles) {
+    plan::LatencyProfile p = plan::load_profile(path);
+    plan::check_profile_fits(p, model, f.bits);
+    if (plan::find_profile(&out, p.device))
+      throw Error(path, "a second profile for device type " + p.device + " (give one per type)");
+    gpus.add_if_unknown(plan::GpuSpec{p.device, p.memory_gib, 0, 0, 0});
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+void check_profiles_used(const std::vector<plan::LatencyProfile>& profiles, const plan::Cluster& cluster) {
+  for (const auto& p : profiles) {
+    bool used = false;
+    for (const auto& d : cluster.devices) used = used || plan::find_profile(&profiles, d.spec.name) == &p;
+    if (!used) throw Error(p.source, "profiles device type " + p.device + ", which the cluster does not have (" + cluster.describe() + ")");
+  }
+  for (const auto& d : cluster.devices)
+    if (d.spec.fp16_tflops <= 0 && !plan::find_profile(&profiles, d.spec.name))
+      throw Error("plan", "device type " + d.spec.name + " has no datasheet rates: give its fsq profile with --profile");
+}
+
 int run_plan(const Flags& f) {
   if (f.list_gpus || f.list_presets) return list(f);
   if (!f.calib.empty() && f.model.empty()) throw Error("--calib", "the indicator needs the weights: give --model DIR too");
   if (f.per_linear && !(f.cluster.empty() && f.gpu.empty()))
     throw Error("--per-linear", "cluster plans place whole layers; per-linear widths are for plans without --cluster/--gpu");
   if (f.per_linear && f.calib.empty()) throw Error("--per-linear", "needs the variance indicator: give --calib FILE");
+  if (!f.profiles.empty() && f.cluster.empty() && f.gpu.empty())
+    throw Error("--profile", "latencies matter to cluster plans: give --cluster FILE or --gpu TYPE");
   if (!f.calib.empty() && f.cluster.empty() && f.gpu.empty()) {
     check_output_file(f.out, "--out", {f.model, f.calib}, f.force);
     return run_bit_assignment(f);
@@ -216,13 +246,17 @@ int run_plan(const Flags& f) {
     throw Error("plan", "--prompt-len, --new-tokens and --batch must be at least 1");
   if (f.kv_bits != 4 && f.kv_bits != 8 && f.kv_bits != 16) throw Error("--kv-bits", "expected 4, 8 or 16");
   if (!(f.memory_fraction > 0 && f.memory_fraction <= 1)) throw Error("--memory-fraction", "expected a value in (0, 1]");
-  check_output_file(f.out, "--out", {f.model, f.cluster, f.gpu_specs, f.calib}, f.force);
+  std::vector<std::filesystem::path> inputs = {f.model, f.cluster, f.gpu_specs, f.calib};
+  inputs.insert(inputs.end(), f.profiles.begin(), f.profiles.end());
+  check_output_file(f.out, "--out", inputs, f.force);
 
   plan::GpuSpecTable gpus = plan::GpuSpecTable::builtin();
   if (!f.gpu_specs.empty()) gpus.merge(plan::GpuSpecTable::load(f.gpu_specs));
   plan::PlanRequest r;
   r.model = f.preset.empty() ? load_spec(f.model) : plan::model_preset(f.preset);
+  r.profiles = load_profiles(f, r.model, gpus);
   r.cluster = f.cluster.empty() ? plan::single_device_cluster(gpus.find(f.gpu, "--gpu")) : plan::load_cluster(f.cluster, gpus);
+  check_profiles_used(r.profiles, r.cluster);
   r.workload.prompt_len = f.prompt_len;
   r.workload.new_tokens = f.new_tokens;
   r.workload.batch = f.batch;
@@ -271,7 +305,8 @@ Command add_plan_command(CLI::App& root) {
       "layer and micro-batch sizes that maximize predicted throughput for a batch of prompts, with memory "
       "checked per device. The ILP (COIN-OR CBC) runs on the best candidates of a fast local search. Prints "
       "the plan and its speedup over Uniform (even split, highest width that fits) and PipeEdge (one width, "
-      "heterogeneity-aware split) in the same cost model (roofline from the GPU table). With --calib and no devices, picks the width of each "
+      "heterogeneity-aware split) in the same cost model (roofline from the GPU table, or a device type's measured "
+      "latencies from fsq profile with --profile). With --calib and no devices, picks the width of each "
       "layer for an average-bits budget (--target-bits) from LLM-PQ's variance indicator, for fsq quantize --plan.");
   app->add_option("--model", f->model, "model folder, config.json or .gguf (llama, mistral, qwen2, opt, bloom)");
   app->add_option("--preset", f->preset, "a published model's shape instead of --model (see --list-presets)");
@@ -309,6 +344,11 @@ Command add_plan_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--memory-fraction", f->memory_fraction, "share of each GPU's memory a plan may fill")->capture_default_str();
   app->add_option("--out", f->out, "write plan.json here (atomically)");
+  app->add_option("--profile", f->profiles,
+                  "measured latencies of one device type from fsq profile (repeatable, one per type): that type's layers "
+                  "and head are timed from the profile's fit instead of the roofline; a type the GPU table lacks (cpu) "
+                  "joins it with the profiled machine's memory")
+      ->check(CLI::ExistingFile);
   app->add_flag("--json", f->json_stdout, "print the plan as JSON instead of the table");
   app->add_flag("--list-gpus", f->list_gpus, "list the known GPU types and exit");
   app->add_flag("--list-presets", f->list_presets, "list the model presets and exit");
@@ -318,6 +358,7 @@ Command add_plan_command(CLI::App& root) {
                         "fsq plan --model models/llama --gpu A100-40G --out plan.json",
                         "fsq plan --model DIR --calib calib.safetensors --bits 3,4 --target-bits 3.5 --out plan.json",
                         "fsq plan --model DIR --calib calib.safetensors --bits 3,4,8 --target-bits 4 --per-linear --out plan.json",
+                        "fsq profile --model DIR --out cpu.json && fsq plan --model DIR --gpu cpu --profile cpu.json",
                         "fsq plan --list-gpus"}));
   return Command{app, [f] { return run_plan(*f); }};
 }

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   fsq::cli::keep_working_buffers_in_heap();
   fsq::cli::install_interrupt_handling();  // first: Ctrl-C during the load is handled too
   fsq::cli::record_invocation(argc, argv);
-  CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert, plan)", "fsq"};
+  CLI::App app{"fsq: LLM compression toolchain (calibrate, quantize, evaluate, inspect, generate, convert, plan, profile)", "fsq"};
   app.set_version_flag("--version", fsq::cli::version_line());
   app.require_subcommand(1);
   app.footer(fsq::cli::examples({"fsq eval --model DIR --data wiki.test.raw", "fsq inspect DIR",
@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
                                              fsq::cli::add_calibrate_command(app),
                                              fsq::cli::add_export_command(app),
                                              fsq::cli::add_quantize_command(app),
-                                             fsq::cli::add_plan_command(app)};
+                                             fsq::cli::add_plan_command(app),
+                                             fsq::cli::add_profile_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -29,6 +29,7 @@ Command add_calibrate_command(CLI::App& root);
 Command add_export_command(CLI::App& root);
 Command add_quantize_command(CLI::App& root);
 Command add_plan_command(CLI::App& root);
+Command add_profile_command(CLI::App& root);
 
 struct RuntimeFlags {
   int threads = 0;  // set to hardware concurrency by add_runtime_flags

@@ -3,42 +3,20 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <chrono>
 
+#include "runtime/eval/timing.h"
 #include "runtime/model.h"
 
 namespace fsq {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using timing::Clock;
+using timing::seconds_since;
+using timing::synthetic_ids;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Deterministic ids that avoid the low special/byte ids; content does not change timing.
-at::Tensor synthetic_ids(int64_t batch, int64_t len, int64_t vocab, c10::Device device) {
-  at::Tensor ids = at::empty({batch, len}, at::kLong);
-  int64_t* p = ids.data_ptr<int64_t>();
-  const int64_t lo = std::min<int64_t>(vocab - 1, 3);
-  const int64_t span = std::max<int64_t>(1, vocab - lo);
-  for (int64_t i = 0; i < batch * len; ++i) p[i] = lo + (i * 7919 + 17) % span;
-  return ids.to(device);
-}
-
-// Repeats `once` (which returns its own elapsed seconds, synchronized) after one warm-up,
-// until min_seconds were spent or max_reps runs; returns the median and the count.
 template <typename F>
 std::pair<double, int> median_time(const SpeedOptions& o, F&& once) {
-  once();  // warm-up: allocator, thread pool, lazy initialization
-  std::vector<double> t;
-  double spent = 0.0;
-  while (t.empty() || (static_cast<int>(t.size()) < o.max_reps && spent < o.min_seconds)) {
-    t.push_back(once());
-    spent += t.back();
-  }
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], static_cast<int>(t.size())};
+  return timing::median_time(o.min_seconds, o.max_reps, once);
 }
 
 PrefillSpeed prefill(const LlamaModel& m, int64_t len, const SpeedOptions& o) {
