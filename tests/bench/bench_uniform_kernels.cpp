@@ -1,8 +1,8 @@
-// Decode-time linears: QuantLinear / the raw kernel cpu::uniform_gemv (W4/W8, fused
+// Decode-time linears: QuantLinear / the raw kernel cpu::uniform_gemv (W3/W4/W8, fused
 // dequantize + GEMV) on SmolLM2-135M shapes (g64: 128 does not divide 576) against a dense
-// f32 at::linear of the same shape, and on LLaMA-7B shapes (4096x4096 q/o_proj, 11008x4096
-// down_proj; w4g128a, kernel only), each against bandwidth yardsticks measured in the same
-// run. Regimes:
+// f32 at::linear of the same shape (W3 too: w3g64a), and on LLaMA-7B shapes (4096x4096
+// q/o_proj, 11008x4096 down_proj; w4g128a and w3g128a, kernel only), each against bandwidth
+// yardsticks measured in the same run. Regimes:
 //   hot:    the same weights every iteration (they stay in L2 when small), compared with a
 //           memcpy of the packed weight bytes;
 //   stream: cycling through copies of the weights totalling kStreamBytes (64 MiB: past L2,
@@ -62,12 +62,12 @@ struct Shape {
 };
 const std::vector<Shape> kShapes = {
     // g64: the largest group size dividing 576 (SmolLM2's hidden size).
-    {"q/o_proj", 576, 576, {"w4g64a", "w8g64a"}, {1, 8}, true},
-    {"gate/up_proj", 576, 1536, {"w4g64a", "w8g64a"}, {1, 8}, true},
-    {"down_proj", 1536, 576, {"w4g64a", "w8g64a"}, {1, 8}, true},
+    {"q/o_proj", 576, 576, {"w4g64a", "w3g64a", "w8g64a"}, {1, 8}, true},
+    {"gate/up_proj", 576, 1536, {"w4g64a", "w3g64a", "w8g64a"}, {1, 8}, true},
+    {"down_proj", 1536, 576, {"w4g64a", "w3g64a", "w8g64a"}, {1, 8}, true},
     {"lm_head", 576, 49152, {"w4g64a", "w8g64a"}, {1, 8}, true},
-    {"7b q/o_proj", 4096, 4096, {"w4g128a"}, {1, 8}, false},
-    {"7b down_proj", 11008, 4096, {"w4g128a"}, {1, 8}, false},
+    {"7b q/o_proj", 4096, 4096, {"w4g128a", "w3g128a"}, {1, 8}, false},
+    {"7b down_proj", 11008, 4096, {"w4g128a", "w3g128a"}, {1, 8}, false},
 };
 constexpr int64_t kStreamBytes = int64_t{64} << 20;  // past L2, like a small model's layers
 constexpr int64_t kLargeCopyBytes = int64_t{256} << 20;
@@ -76,6 +76,10 @@ constexpr int64_t kLargeCopyBytes = int64_t{256} << 20;
 // activations (cpu::uniform_gemv_q8, labelled "<type>/q8").
 const std::string kInt8Variant = "/q8";
 const std::vector<std::string> kKernelVariants = {"", kInt8Variant};
+
+// The int8-activation GEMV takes 4- and 8-bit codes (uniform_q8_kernels.h); 3-bit rows
+// decode on f32 activations.
+bool has_int8_decode(const std::string& type) { return type.rfind("w4", 0) == 0 || type.rfind("w8", 0) == 0; }
 
 std::string shape_name(const Shape& s) { return std::to_string(s.in) + "x" + std::to_string(s.out); }
 std::string mib(int64_t bytes) { return std::to_string(bytes >> 20) + "MiB"; }
@@ -279,6 +283,7 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
               });
           for (const std::string& variant : kKernelVariants) {
             const bool q8 = variant == kInt8Variant;
+            if (q8 && !has_int8_decode(type)) continue;
             for (bool streamed : {false, true})
               bench::add(key(streamed ? "stream-kernel" : "kernel", s, type + variant, m, threads),
                          [=](benchmark::State& st) {

@@ -221,7 +221,7 @@ void check_profiles_used(const std::vector<plan::LatencyProfile>& profiles, cons
   for (const auto& p : profiles) {
     bool used = false;
     for (const auto& d : cluster.devices) used = used || plan::find_profile(&profiles, d.spec.name) == &p;
-    if (!used) throw Error(p.source, "profiles device type " + p.device + ", which the cluster does not have (" + cluster.describe() + ")");
+    if (!used) throw Error(p.source, "is a profile of device type " + p.device + ", which the cluster does not have (" + cluster.describe() + ")");
   }
   for (const auto& d : cluster.devices)
     if (d.spec.fp16_tflops <= 0 && !plan::find_profile(&profiles, d.spec.name))

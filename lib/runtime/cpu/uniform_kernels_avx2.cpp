@@ -56,6 +56,9 @@ struct Avx2 : avx2::VecOps {
     return kExact ? _mm256_mul_ps(_mm256_sub_ps(q, g.zero), g.scale) : fmadd(q, g.scale, g.offset);
   }
 
+  template <int B>
+  static constexpr int kStepVectors = cpu::kStepVectors<B>;
+
   // 4-bit: 8 bytes widened to 32-bit lanes; low nibbles (even columns), then high nibbles.
   template <int B>
   static void step_weights(const uint8_t* row, int64_t c0, const Group& g, Vec* w) {

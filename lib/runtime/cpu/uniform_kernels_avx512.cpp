@@ -44,6 +44,23 @@ __m512i code_indices(const uint8_t* row, int64_t c0, int n) {
   return _mm512_srlv_epi32(words, code_shifts<B>());
 }
 
+// vpshufb control: dword j (of 16) takes bytes first + 3j/8 and the one after it, which hold
+// code j of the 16 starting at byte `first` (first 0: codes 0..15, first 6: codes 16..31).
+template <int first>
+__m512i code3_bytes() {
+  alignas(64) static constexpr uint8_t kControl[64] = {
+#define FSQ_CODE3_DWORD(j) first + 3 * (j) / 8, first + 3 * (j) / 8 + 1, 0x80, 0x80
+      FSQ_CODE3_DWORD(0),  FSQ_CODE3_DWORD(1),  FSQ_CODE3_DWORD(2),  FSQ_CODE3_DWORD(3),
+      FSQ_CODE3_DWORD(4),  FSQ_CODE3_DWORD(5),  FSQ_CODE3_DWORD(6),  FSQ_CODE3_DWORD(7),
+      FSQ_CODE3_DWORD(8),  FSQ_CODE3_DWORD(9),  FSQ_CODE3_DWORD(10), FSQ_CODE3_DWORD(11),
+      FSQ_CODE3_DWORD(12), FSQ_CODE3_DWORD(13), FSQ_CODE3_DWORD(14), FSQ_CODE3_DWORD(15)};
+#undef FSQ_CODE3_DWORD
+  return _mm512_load_si512(kControl);
+}
+
+// Code j's bit offset within its two bytes: 3j mod 8.
+inline __m512i code3_shifts() { return _mm512_setr_epi32(0, 3, 6, 1, 4, 7, 2, 5, 0, 3, 6, 1, 4, 7, 2, 5); }
+
 struct Avx512 : avx512::VecOps {
 
   static void group_params(const uint16_t* scales, const uint8_t* zeros, float implicit_zero, int count,
@@ -88,11 +105,26 @@ struct Avx512 : avx512::VecOps {
     }
   }
 
+  template <int B>
+  static constexpr int kStepVectors = B == 3 ? 2 : cpu::kStepVectors<B>;
+
   // 4-bit: 16 bytes widened to 32-bit lanes index the table directly (low nibbles, the
-  // even columns), then shifted by 4 (high nibbles, the odd columns).
+  // even columns), then shifted by 4 (high nibbles, the odd columns). 3-bit: 32 codes in
+  // column order from 12 bytes (c0 a multiple of 32: byte aligned), read as 8 + 4 so
+  // nothing past them is touched; in every 128-bit lane one vpshufb puts the two bytes
+  // holding code j into dword j, and one shift per lane brings the code down (the table
+  // ignores bit 3 and up).
   template <int B>
   static void step_weights(const uint8_t* row, int64_t c0, const Group& g, Vec* w) {
-    if constexpr (B == 4) {
+    if constexpr (B == 3) {
+      static_assert(kLanes == kAvx512Lanes);
+      const uint8_t* p = row + (c0 * 3 >> 3);
+      const __m128i twelve = _mm_insert_epi32(_mm_cvtsi64_si128(static_cast<long long>(load_fixed<8>(p))),
+                                              static_cast<int>(load_fixed<4>(p + 8)), 2);
+      const __m512i bytes = _mm512_broadcast_i32x4(twelve);
+      w[0] = _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_shuffle_epi8(bytes, code3_bytes<0>()), code3_shifts()), g.table);
+      w[1] = _mm512_permutexvar_ps(_mm512_srlv_epi32(_mm512_shuffle_epi8(bytes, code3_bytes<6>()), code3_shifts()), g.table);
+    } else if constexpr (B == 4) {
       static_assert(kLanes == kAvx512Lanes);
       const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (c0 >> 1))));
       w[0] = _mm512_permutexvar_ps(bytes, g.table);

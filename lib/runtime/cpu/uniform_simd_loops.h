@@ -12,7 +12,8 @@
 // (n <= kLanes; c0 a multiple of kLanes, so they start on a byte boundary) in lanes
 // 0 .. n - 1 (other lanes finite), reading no byte past those codes, bit-equal to
 // (q - z) * scale when kExact (else within an ulp); and step_weights<B>(codes, c0, group,
-// Vec* w): the kStepVectors<B> vectors of one decode step.
+// Vec* w): the kStepVectors<B> vectors of one decode step, where kStepVectors<B> is the ISA's
+// count (AVX-512 takes 3-bit codes two vectors, 12 bytes, at a time).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,8 @@ namespace {
 // columns); the dispatcher reorders x to match (uniform_isa.h, PanelLayout).
 template <int B>
 constexpr int kStepVectors = B == 4 ? 2 : 1;
+template <class Simd, int B>
+constexpr int kSimdStepVectors = Simd::template kStepVectors<B>;
 
 // Decode steps per unrolled round, each into its own accumulators: an FMA has ~4 cycles
 // of latency on two ports, so about 8 should be in flight; with few rows of x each row
@@ -74,7 +77,7 @@ struct Constant {
 template <class Simd, int B, int M, bool kRemainder>
 void gemv_rows_impl(const GemvBatch& b, int64_t row0, int64_t row1) {
   using Vec = typename Simd::Vec;
-  constexpr int kLanes = Simd::kLanes, kVectors = kStepVectors<B>, kStepCodes = kVectors * kLanes;
+  constexpr int kLanes = Simd::kLanes, kVectors = kSimdStepVectors<Simd, B>, kStepCodes = kVectors * kLanes;
   constexpr int kRound = steps_per_round<M, kVectors, kStepCodes>(), kRoundVectors = kRound * kVectors;
   constexpr int kSets = kGroupSets<M, kRoundVectors>, kChains = kSets * kRoundVectors;
   constexpr int64_t kPanelVector = int64_t{M} * kLanes;  // floats per panel vector (all M rows)
@@ -160,7 +163,7 @@ void gemv_rows_impl(const GemvBatch& b, int64_t row0, int64_t row1) {
 
 template <class Simd, int B, int M>
 void gemv_rows_fixed(const GemvBatch& b, int64_t row0, int64_t row1) {
-  if (b.w->group_cols % (kStepVectors<B> * Simd::kLanes) != 0)
+  if (b.w->group_cols % (kSimdStepVectors<Simd, B> * Simd::kLanes) != 0)
     gemv_rows_impl<Simd, B, M, true>(b, row0, row1);
   else
     gemv_rows_impl<Simd, B, M, false>(b, row0, row1);
