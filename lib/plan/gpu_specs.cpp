@@ -14,11 +14,6 @@ extern const char* const kBuiltinGpuSpecsJson;  // generated from gpu_specs.json
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 double positive_number(const nlohmann::json& entry, const char* key, const std::string& where, bool allow_zero) {
   if (!entry.contains(key) || !entry[key].is_number())
     throw Error(where, std::string("missing number '") + key + "'");
@@ -28,6 +23,12 @@ double positive_number(const nlohmann::json& entry, const char* key, const std::
 }
 
 }  // namespace
+
+bool same_gpu_type(const std::string& a, const std::string& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
 
 GpuSpecTable GpuSpecTable::from_json(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object() || !j.contains("gpus") || !j["gpus"].is_array())
@@ -45,7 +46,7 @@ GpuSpecTable GpuSpecTable::from_json(const nlohmann::json& j, const std::string&
     s.int8_tops = positive_number(e, "int8_tops", where, true);
     s.bandwidth_gbs = positive_number(e, "bandwidth_gbs", where, false);
     for (const auto& prev : table.specs_)
-      if (lower(prev.name) == lower(s.name)) throw Error(where, "GPU type " + quote_name(s.name) + " listed twice");
+      if (same_gpu_type(prev.name, s.name)) throw Error(where, "GPU type " + quote_name(s.name) + " listed twice");
     table.specs_.push_back(s);
   }
   return table;
@@ -61,7 +62,7 @@ GpuSpecTable GpuSpecTable::load(const std::filesystem::path& path) {
 
 void GpuSpecTable::merge(const GpuSpecTable& other) {
   for (const auto& s : other.specs_) {
-    auto it = std::find_if(specs_.begin(), specs_.end(), [&](const GpuSpec& x) { return lower(x.name) == lower(s.name); });
+    auto it = std::find_if(specs_.begin(), specs_.end(), [&](const GpuSpec& x) { return same_gpu_type(x.name, s.name); });
     if (it != specs_.end())
       *it = s;
     else
@@ -71,13 +72,13 @@ void GpuSpecTable::merge(const GpuSpecTable& other) {
 
 void GpuSpecTable::add_if_unknown(const GpuSpec& spec) {
   for (const auto& s : specs_)
-    if (lower(s.name) == lower(spec.name)) return;
+    if (same_gpu_type(s.name, spec.name)) return;
   specs_.push_back(spec);
 }
 
 const GpuSpec& GpuSpecTable::find(const std::string& name, const std::string& where) const {
   for (const auto& s : specs_)
-    if (lower(s.name) == lower(name)) return s;
+    if (same_gpu_type(s.name, name)) return s;
   std::string known;
   for (const auto& s : specs_) known += (known.empty() ? "" : ", ") + s.name;
   throw Error(where, "unknown GPU type " + quote_name(name) + " (known: " + known +

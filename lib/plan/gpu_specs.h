@@ -21,6 +21,9 @@ struct GpuSpec {
   int64_t memory_bytes() const { return static_cast<int64_t>(memory_gib * 1024.0 * 1024.0 * 1024.0); }
 };
 
+// GPU type names compare case-insensitively everywhere (the table, cluster files, profiles).
+bool same_gpu_type(const std::string& a, const std::string& b);
+
 class GpuSpecTable {
  public:
   // The built-in table (gpu_specs.json).

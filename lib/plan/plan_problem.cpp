@@ -1,7 +1,6 @@
 #include "plan/plan_problem.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "common/error.h"
 
@@ -73,12 +72,8 @@ std::vector<int> even_partition(int groups, int stages) {
 
 const LatencyProfile* find_profile(const std::vector<LatencyProfile>* profiles, const std::string& name) {
   if (!profiles) return nullptr;
-  auto lower = [](std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
   for (const auto& p : *profiles)
-    if (lower(p.device) == lower(name)) return &p;
+    if (same_gpu_type(p.device, name)) return &p;
   return nullptr;
 }
 
@@ -104,8 +99,8 @@ PlanProblem build_problem(const ProblemInputs& in) {
   p.decode_s.resize(p.bytes.size());
   p.omega.assign(static_cast<size_t>(p.groups) * W, 0);
   for (int j = 0; j < p.stages; ++j) {
+    const LatencyProfile* measured = find_profile(in.profiles, in.order[j].spec.name);
     for (int w = 0; w < W; ++w) {
-      const LatencyProfile* measured = find_profile(in.profiles, in.order[j].spec.name);
       PhaseSeconds t = measured ? profile_layer_seconds(*measured, wl, p.widths[w])
                                 : layer_seconds(m, wl, in.order[j].spec, p.widths[w], in.efficiency);
       double layer_bytes = static_cast<double>(layer_weight_bytes(m, p.widths[w])) + kv;
