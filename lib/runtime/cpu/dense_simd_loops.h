@@ -5,7 +5,7 @@
 //
 // Weights come from DRAM in a decode step (a model is far larger than L3), and one core's
 // hardware prefetcher does not run far enough ahead of a kernel this light: each step asks
-// for the lines kDensePrefetchBytes further on (prefetch.h: streamed, 8 KiB, measured), as
+// for the lines kDensePrefetchBytes further on (8 KiB, measured; prefetch.h says which hint), as
 // the uniform kernels do (uniform_simd_loops.h).
 #pragma once
 
@@ -36,7 +36,7 @@ void dense_rows_m(const DenseBatch& b, int64_t row0, int64_t row1) {
     for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = Simd::zero();
     int64_t k = 0;
     for (; k < pairs_end; k += 2 * L) {
-      if (prefetch) prefetch_streamed_lines(wr + ahead, k * 4, (k + 2 * L) * 4);
+      if (prefetch) prefetch_lines(wr + ahead, k * 4, (k + 2 * L) * 4);
       const Vec w0 = Simd::load(wr + k), w1 = Simd::load(wr + k + L);
 #pragma GCC unroll 8
       for (int i = 0; i < M; ++i) {

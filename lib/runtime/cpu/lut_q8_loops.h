@@ -59,7 +59,7 @@ __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx
     __m512i u[R][D];
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = rows + r * ctx.row_bytes + c * kChunkBytes;
-      if (prefetch) prefetch_streamed(p + ctx.ahead_bytes);
+      if (prefetch) prefetch_to_l2(p + ctx.ahead_bytes);
       Codes::decode(p, bytes, end - p, table[r], u[r]);
     }
     for (int i = 0; i < M; ++i) {

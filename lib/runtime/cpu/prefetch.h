@@ -9,27 +9,19 @@ namespace fsq::cpu {
 inline constexpr int64_t kCacheLine = 64;
 
 // Inlined on purpose: GCC deems a call whose body only prefetches free of effects and
-// deletes it. Locality 2: prefetcht1, into L2.
+// deletes it. Locality 2: prefetcht1, into L2. The streamed weights used prefetchnta until
+// it was measured on Zen 4 (EPYC, family 25): there it halved the int8-activation GEMVs
+// (bench_uniform_kernels, W4 g128 at 4096x4096 from DRAM, 1 thread: 51 % of read bandwidth
+// with nta, 108 % with t1; bench_lut_kernels LUT-3: 47 % -> 80 %) and cost SmolLM2's W4
+// decode a third; on the one machine where nta had won (SmolLM2 decode, 1 thread) it gained
+// 2-5 %. Here f32 decode batch 1 is the same with either (37 tok/s), batch 8 25 % faster.
 __attribute__((always_inline)) static inline void prefetch_to_l2(const void* p) { __builtin_prefetch(p, 0, 2); }
-
-// prefetchnta: the line comes in marked for early eviction, so weights streamed once per
-// decode step do not push the activations and the KV cache out of L2 on their way. In
-// SmolLM2's decode at one thread (weights from DRAM), 8 KiB ahead with it beat prefetcht1
-// (f32 ~67 -> ~70 tok/s, W4 on int8 activations ~306 -> ~311, measured with malloc on huge
-// pages; without them f32 reaches ~73).
-__attribute__((always_inline)) static inline void prefetch_streamed(const void* p) { __builtin_prefetch(p, 0, 0); }
 
 // The lines of [p + begin, p + end) that start a cache line counted from p (lines shared
 // with the neighbouring range are left to it, or to the hardware).
 __attribute__((always_inline)) static inline void prefetch_lines(const void* p, int64_t begin, int64_t end) {
   for (int64_t b = (begin + kCacheLine - 1) & ~(kCacheLine - 1); b < end; b += kCacheLine)
     prefetch_to_l2(static_cast<const char*>(p) + b);
-}
-
-// As prefetch_lines, with prefetch_streamed.
-__attribute__((always_inline)) static inline void prefetch_streamed_lines(const void* p, int64_t begin, int64_t end) {
-  for (int64_t b = (begin + kCacheLine - 1) & ~(kCacheLine - 1); b < end; b += kCacheLine)
-    prefetch_streamed(static_cast<const char*>(p) + b);
 }
 
 // The CSR pass of the LUT GEMVs reads each row's columns and values as two short runs, too

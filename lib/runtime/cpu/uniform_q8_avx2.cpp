@@ -105,7 +105,7 @@ void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
       }
     };
     for (; c < full_chunks; ++c) {
-      if (prefetch) prefetch_streamed(row + c * kQ8ChunkBytes + ahead_bytes);
+      if (prefetch) prefetch_to_l2(row + c * kQ8ChunkBytes + ahead_bytes);
       half(c, 0, group, row + c * kQ8ChunkBytes);
       next_half();
       half(c, 1, group, row + c * kQ8ChunkBytes + kHalfBytes);

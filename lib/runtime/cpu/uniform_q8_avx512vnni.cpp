@@ -95,7 +95,7 @@ __attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, 
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = rows + r * ctx.row_bytes + c * kQ8ChunkBytes;
       const __m512i bytes = tail ? _mm512_maskz_loadu_epi8(ctx.tail_mask, p) : _mm512_loadu_si512(p);
-      if (prefetch) prefetch_streamed(p + ctx.ahead_bytes);
+      if (prefetch) prefetch_to_l2(p + ctx.ahead_bytes);
       codes0[r] = codes1[r] = bytes;
       if constexpr (B == 4) {
         codes0[r] = _mm512_and_si512(bytes, low_nibbles);
