@@ -46,7 +46,7 @@ struct RuntimeOptions {
   // Cached single-token steps run through FastDecoder (runtime/fast_decode.h) when the
   // model allows; false keeps every step on the ATen layers (the reference).
   bool fast_decode = true;
-  // On that path, 4- and 8-bit packed linears quantize their input to int8 per 32 columns
+  // On that path, 3-, 4- and 8-bit packed linears quantize their input to int8 per 32 columns
   // and multiply in integers (runtime/cpu/uniform_q8_kernels.h, as llama.cpp's Q8_0
   // activations; 3- and 4-bit LUT linears with int8 centroids, runtime/cpu/lut_q8_kernels.h),
   // where the CPU has a kernel for it; false keeps them in f32 (exact: the path the ATen

@@ -77,9 +77,10 @@ constexpr int64_t kLargeCopyBytes = int64_t{256} << 20;
 const std::string kInt8Variant = "/q8";
 const std::vector<std::string> kKernelVariants = {"", kInt8Variant};
 
-// The int8-activation GEMV takes 4- and 8-bit codes (uniform_q8_kernels.h); 3-bit rows
-// decode on f32 activations.
-bool has_int8_decode(const std::string& type) { return type.rfind("w4", 0) == 0 || type.rfind("w8", 0) == 0; }
+// The int8-activation GEMV takes 3-, 4- and 8-bit codes (uniform_q8_kernels.h; 3-bit ones
+// where the CPU has AVX-512 VNNI and VBMI, elsewhere the row says the kernel refused them);
+// 2-bit rows decode on f32 activations.
+bool has_int8_decode(const std::string& type) { return type.rfind("w2", 0) != 0; }
 
 std::string shape_name(const Shape& s) { return std::to_string(s.in) + "x" + std::to_string(s.out); }
 std::string mib(int64_t bytes) { return std::to_string(bytes >> 20) + "MiB"; }

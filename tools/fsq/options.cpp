@@ -24,7 +24,7 @@ void add_runtime_flags(CLI::App* app, RuntimeFlags& flags) {
 
 void add_decode_flags(CLI::App* app, RuntimeFlags& flags) {
   app->add_option("--decode-activations", flags.decode_activations,
-                  "inputs of the 4- and 8-bit linears (uniform, and 4-bit squeezellm LUTs with their centroids "
+                  "inputs of the 3/4/8-bit linears (uniform, and squeezellm LUTs with their centroids "
                   "rounded to int8) when decoding token by token: int8 per 32 columns, multiplied in integers "
                   "(fast, as llama.cpp's Q8_0), or f32 (exact)")
       ->capture_default_str()

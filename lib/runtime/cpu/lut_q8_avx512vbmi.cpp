@@ -4,9 +4,9 @@
 // (lib/runtime/CMakeLists.txt); called only when the CPU has both. Keep the includes
 // minimal (uniform_isa.h says why).
 //
-// A chunk is 24 code bytes, 64 columns in order: vpermb gives qword j the 3 bytes of codes
-// 8j .. 8j + 7, vpmultishiftqb moves code 8j + k to byte k of it (bits 3k .. 3k + 7), and
+// A chunk is 24 code bytes, 64 columns in order, spread to bytes (codes3_avx512vbmi.h), and
 // after masking to 3 bits one vpshufb looks them up in the row's table.
+#include "runtime/cpu/codes3_avx512vbmi.h"
 #include "runtime/cpu/lut_q8_loops.h"
 #include "runtime/cpu/q8_tile_unpack.h"
 
@@ -15,19 +15,10 @@ namespace {
 
 struct Codes3 {
   static constexpr int kBits = 3, kDots = 1;
-  static constexpr int64_t kChunkCols = 64;
+  static constexpr int64_t kChunkCols = kCodes3ChunkCols;
   __attribute__((always_inline)) static void decode(const uint8_t* p, int64_t bytes, int64_t avail, __m512i table,
                                                     __m512i* u) {
-    // Qword j: bytes 3j, 3j + 1, 3j + 2 (and 3j + 2 again, unused) in its low dword.
-    const __m512i spread = _mm512_set_epi64(0x17171615, 0x14141312, 0x1111100f, 0x0e0e0d0c, 0x0b0b0a09, 0x08080706,
-                                            0x05050403, 0x02020100);
-    const __m512i select = _mm512_set1_epi64(0x15120f0c09060300);
-    // 32 bytes for the chunk's 24 where the matrix goes on that far (the 8 more are not
-    // selected by spread), else a masked load of just the chunk's bytes.
-    const __m512i codes = avail >= 32 ? _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))
-                                      : _mm512_maskz_loadu_epi8(~uint64_t{0} >> (64 - bytes), p);
-    const __m512i bits = _mm512_multishift_epi64_epi8(select, _mm512_permutexvar_epi8(spread, codes));
-    u[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(bits, _mm512_set1_epi8(0x07)));
+    u[0] = _mm512_shuffle_epi8(table, _mm512_and_si512(spread_codes3(p, bytes, avail), _mm512_set1_epi8(0x07)));
   }
 };
 

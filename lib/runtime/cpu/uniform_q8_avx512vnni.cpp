@@ -1,194 +1,51 @@
-// AVX-512 VNNI half of uniform_gemv_q8 (uniform_q8_isa.h has the layout). Compiled with
-// the AVX-512 flags and -mavx512vnni (lib/runtime/CMakeLists.txt); called only when
-// cpu_has_avx512_vnni(). Keep the includes minimal (uniform_isa.h says why).
+// AVX-512 VNNI half of uniform_gemv_q8 for 4- and 8-bit codes (uniform_q8_isa.h has the
+// layout; the loop is in uniform_q8_loops.h). Compiled with the AVX-512 flags and
+// -mavx512vnni (lib/runtime/CMakeLists.txt); called only when cpu_has_avx512_vnni(). Keep
+// the includes minimal (uniform_isa.h says why).
 //
-// Per chunk of 64 code bytes and row of x: one vpdpbusd (8-bit codes) or two (4-bit: the
-// low nibbles against the even columns' codes, the high nibbles against the odd ones), the
-// 16 int32 lane sums converted to float and scaled by weight scale x activation scale per
-// lane. The zero points' part (sum_g scale * zero * group_sums[g]) starts each accumulator.
-// SmolLM2's rows are short (576 columns: 4.5 chunks of 4-bit codes), so the per-row work
-// counts: R weight rows run together, sharing the loads of x, and their R sums come out of
-// one transposing reduction.
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstdint>
-
-#include "runtime/cpu/prefetch.h"
-#include "runtime/cpu/uniform_q8_isa.h"
+// A chunk is 64 code bytes: 8-bit codes multiply the panel's 64 columns by one vpdpbusd;
+// 4-bit codes take two, the low nibbles against the even columns, the high ones against the
+// odd columns.
+#include "runtime/cpu/uniform_q8_loops.h"
 
 namespace fsq::cpu {
 namespace {
 
-constexpr int kLanes = 16;
-// Codes are prefetched about this far ahead (uniform_simd_loops.h says why; prefetch.h, the
-// hint), one line per line read, in the chunk loop: a burst of a whole row block's lines
-// at its start (what this kernel did first) held LLaMA-7B's 4096-column rows at ~55 % of the read
-// bandwidth from DRAM, ~100 % now; 8 KiB beat 4 and 16 KiB at every SmolLM2 shape
-// (bench_uniform_kernels, mem-kernel rows, one thread).
-constexpr int64_t kPrefetchBytes = 8192;
+// The tail chunk's load is masked to its bytes (a masked load straddling two lines costs
+// once per row, not per chunk).
+__attribute__((always_inline)) inline __m512i load_chunk(const uint8_t* p, int64_t bytes) {
+  return bytes == kQ8ChunkBytes ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(~uint64_t{0} >> (64 - bytes), p);
+}
 
-// What every row of one call shares.
-struct RowsContext {
-  const Q8Batch* b = nullptr;
-  int64_t groups = 0, full_chunks = 0, tail_bytes = 0, row_bytes = 0, ahead_rows = 0, ahead_bytes = 0;
-  // Chunk c's first group: 0, advanced by groups_per_chunk after every chunks_per_group
-  // chunks (groups start at chunk boundaries or span whole chunks, as uniform_q8_gemv.cpp
-  // checks, or there is only one).
-  int64_t groups_per_chunk = 1, chunks_per_group = 1;
-  __mmask64 tail_mask = 0;
-  bool lane_groups = false;  // groups narrower than a chunk: lane j in group (chunk's first) + lane_group[j]
-  __mmask16 chunk_groups_mask = 0, tail_groups_mask = 0;  // the groups a full / the tail chunk has
-  __m512i lane_group;
+struct Codes4 {
+  static constexpr int kBits = 4, kDots = 2;
+  static constexpr int64_t kChunkCols = 128;
+  __attribute__((always_inline)) static void decode(const uint8_t* p, int64_t bytes, int64_t, __m512i* out) {
+    const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+    const __m512i codes = load_chunk(p, bytes);
+    out[0] = _mm512_and_si512(codes, low_nibbles);
+    out[1] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), low_nibbles);
+  }
 };
 
-// The sums of the 16 lanes of each of v[0..3], in lanes 0..3.
-__m128 reduce4(const __m512 v[4]) {
-  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(v[0], v[1]), _mm512_unpackhi_ps(v[0], v[1]));
-  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(v[2], v[3]), _mm512_unpackhi_ps(v[2], v[3]));
-  const __m512 s = _mm512_add_ps(
-      _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))),
-      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
+struct Codes8 {
+  static constexpr int kBits = 8, kDots = 1;
+  static constexpr int64_t kChunkCols = 64;
+  __attribute__((always_inline)) static void decode(const uint8_t* p, int64_t bytes, int64_t, __m512i* out) {
+    out[0] = load_chunk(p, bytes);
+  }
+};
 
-// Output rows n .. n + R - 1 for all M rows of x.
-template <int B, int M, int R>
-__attribute__((always_inline)) inline void q8_row_block(const RowsContext& ctx, int64_t n) {
-  constexpr int64_t kCodesPerChunk = (B == 4 ? 2 : 1) * kQ8ChunkBytes;
-  const Q8Batch& b = *ctx.b;
-  const UniformWeightsView& w = *b.w;
-  const int64_t groups = ctx.groups;
-  const auto* rows = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
-  const uint16_t* scales = w.scales + n * groups;
-  const uint8_t* zeros = w.zeros ? w.zeros + n * groups : nullptr;
-  const bool prefetch = n + R - 1 + ctx.ahead_rows < w.rows;
-  if (prefetch) {
-    prefetch_lines(scales + ctx.ahead_rows * groups, 0, R * groups * 2);
-    if (zeros) prefetch_lines(zeros + ctx.ahead_rows * groups, 0, R * groups);
-  }
-  // The accumulators start at minus the zero points' part.
-  __m512 acc[R][M];
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps();
-  for (int64_t g0 = 0; g0 < groups; g0 += kLanes) {
-    const int count = static_cast<int>(groups - g0 < kLanes ? groups - g0 : kLanes);
-    const auto valid = static_cast<__mmask16>((1u << count) - 1);
-    __m512 sums[M];
-    for (int i = 0; i < M; ++i) sums[i] = _mm512_maskz_loadu_ps(valid, b.group_sums + i * b.group_sums_stride + g0);
-    for (int r = 0; r < R; ++r) {
-      const __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, scales + r * groups + g0));
-      const __m512 z = zeros ? _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, zeros + r * groups + g0)))
-                             : _mm512_set1_ps(static_cast<float>(1 << (B - 1)));
-      const __m512 sz = _mm512_mul_ps(s, z);
-      for (int i = 0; i < M; ++i) acc[r][i] = _mm512_fnmadd_ps(sz, sums[i], acc[r][i]);
-    }
-  }
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
-  // g: the group of the chunk's first column, counted, not divided (an idiv's latency sat
-  // on the scale loads' path). The chunk's scales are converted from the weights' fp16
-  // ones in registers.
-  const auto chunk = [&](int64_t c, int64_t g, bool tail) __attribute__((always_inline)) {
-    __m512i codes0[R], codes1[R];
-    __m512 s[R];
-    for (int r = 0; r < R; ++r) {
-      const uint8_t* p = rows + r * ctx.row_bytes + c * kQ8ChunkBytes;
-      const __m512i bytes = tail ? _mm512_maskz_loadu_epi8(ctx.tail_mask, p) : _mm512_loadu_si512(p);
-      if (prefetch) prefetch_to_l2(p + ctx.ahead_bytes);
-      codes0[r] = codes1[r] = bytes;
-      if constexpr (B == 4) {
-        codes0[r] = _mm512_and_si512(bytes, low_nibbles);
-        codes1[r] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low_nibbles);
-      }
-      const uint16_t* sr = scales + r * groups + g;
-      s[r] = ctx.lane_groups ? _mm512_permutexvar_ps(
-                                   ctx.lane_group, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
-                                                       tail ? ctx.tail_groups_mask : ctx.chunk_groups_mask, sr)))
-                             : _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(*sr)));
-    }
-    for (int i = 0; i < M; ++i) {
-      const int8_t* x = b.codes + i * b.codes_stride + c * kCodesPerChunk;
-      const __m512i x0 = _mm512_loadu_si512(x);
-      const __m512i x1 = B == 4 ? _mm512_loadu_si512(x + kQ8ChunkBytes) : x0;
-      const __m512 lane_scales = _mm512_loadu_ps(b.lane_scales + i * b.lane_scales_stride + c * kLanes);
-      for (int r = 0; r < R; ++r) {
-        __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes0[r], x0);
-        if constexpr (B == 4) dot = _mm512_dpbusd_epi32(dot, codes1[r], x1);
-        acc[r][i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(s[r], lane_scales), acc[r][i]);
-      }
-    }
-  };
-  int64_t c = 0, g = 0;
-  for (int64_t left = ctx.chunks_per_group; c < ctx.full_chunks; ++c) {
-    chunk(c, g, false);
-    if (--left == 0) {
-      g += ctx.groups_per_chunk;
-      left = ctx.chunks_per_group;
-    }
-  }
-  if (ctx.tail_bytes != 0) chunk(c, g, true);
-  for (int i = 0; i < M; ++i) {
-    float* y = b.y + i * b.y_stride + n;
-    if constexpr (R == 4) {
-      const __m512 v[4] = {acc[0][i], acc[1][i], acc[2][i], acc[3][i]};
-      _mm_storeu_ps(y, reduce4(v));
-    } else {
-      for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r][i]);
-    }
-  }
-}
-
-template <int B, int M>
-void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
-  constexpr int64_t kChunkCols = q8_chunk_cols(B);
-  // Rows per block: enough accumulators in flight for few rows of x, within 32 registers.
-  constexpr int R = M <= 2 ? 4 : M <= 4 ? 2 : 1;
-  const UniformWeightsView& w = *b.w;
-  RowsContext ctx;
-  ctx.b = &b;
-  ctx.groups = w.cols / w.group_cols;
-  ctx.full_chunks = w.cols / kChunkCols;
-  ctx.tail_bytes = (w.cols % kChunkCols) * B / 8;
-  ctx.tail_mask = ctx.tail_bytes == 0 ? 0 : ~uint64_t{0} >> (64 - ctx.tail_bytes);
-  ctx.lane_groups = ctx.groups > 1 && w.group_cols < kChunkCols;
-  ctx.groups_per_chunk = w.group_cols < kChunkCols ? kChunkCols / w.group_cols : 1;
-  // One group (per-channel scales) may end inside a chunk: g then stays 0.
-  ctx.chunks_per_group = ctx.groups == 1 ? ctx.full_chunks + 1 : w.group_cols < kChunkCols ? 1 : w.group_cols / kChunkCols;
-  alignas(64) int32_t lane_group[kLanes];
-  // Lane j covers columns from j * chunk / 16: no division per lane (this runs per task of rows).
-  for (int j = 0; j < kLanes; ++j) lane_group[j] = static_cast<int32_t>(j * ctx.groups_per_chunk / kLanes);
-  ctx.lane_group = _mm512_load_si512(lane_group);
-  ctx.row_bytes = w.words_per_row * 4;
-  // At least the R rows read together: 8 KiB ahead of long rows (K = 11008: 5504 bytes)
-  // fell inside them, and down_proj ran at half the rate of q/o_proj (1 thread, from DRAM).
-  ctx.ahead_rows = std::max<int64_t>(R, (kPrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes);
-  ctx.ahead_bytes = ctx.ahead_rows * ctx.row_bytes;
-  if (ctx.lane_groups) {
-    const int64_t tail_groups = std::min(ctx.groups_per_chunk, ctx.groups - ctx.full_chunks * ctx.groups_per_chunk);
-    ctx.chunk_groups_mask = static_cast<__mmask16>((1u << ctx.groups_per_chunk) - 1);
-    ctx.tail_groups_mask = static_cast<__mmask16>((1u << std::max<int64_t>(tail_groups, 0)) - 1);
-  }
-  int64_t n = row0;
-  for (; n + R <= row1; n += R) q8_row_block<B, M, R>(ctx, n);
-  for (; n < row1; ++n) q8_row_block<B, M, 1>(ctx, n);
-}
-
-template <int B>
-void q8_rows_bits(const Q8Batch& b, int64_t row0, int64_t row1) {
-  static_assert(kMaxGemvRows == 8, "one instantiation per batch size below");
-  constexpr Q8RowsFn by_rows[] = {q8_rows<B, 1>, q8_rows<B, 2>, q8_rows<B, 3>, q8_rows<B, 4>,
-                                  q8_rows<B, 5>, q8_rows<B, 6>, q8_rows<B, 7>, q8_rows<B, 8>};
-  by_rows[b.m - 1](b, row0, row1);
-}
+static_assert(Codes4::kChunkCols == q8_chunk_cols(4) && Codes8::kChunkCols == q8_chunk_cols(8),
+              "the panel's chunks (uniform_q8_isa.h)");
 
 }  // namespace
 
 void q8_rows_avx512vnni(const Q8Batch& b, int64_t row0, int64_t row1) {
   if (b.w->bits == 4)
-    q8_rows_bits<4>(b, row0, row1);
+    q8_rows<Codes4>(b, row0, row1);
   else
-    q8_rows_bits<8>(b, row0, row1);
+    q8_rows<Codes8>(b, row0, row1);
 }
 
 }  // namespace fsq::cpu

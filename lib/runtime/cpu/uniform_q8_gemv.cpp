@@ -24,7 +24,7 @@ int64_t q8_blocks(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCol
 // Groups must be whole activation blocks, and a kernel chunk must lie in one group or
 // cover whole groups.
 bool q8_layout_supported(const UniformWeightsView& w) {
-  if (w.bits != 4 && w.bits != 8) return false;
+  if (w.bits != 3 && w.bits != 4 && w.bits != 8) return false;
   const int64_t groups = w.cols / w.group_cols, chunk = q8_chunk_cols(w.bits);
   if (groups > kQ8MaxRowGroups) return false;
   if (groups == 1) return w.cols % (chunk / kQ8ChunkLanes) == 0;
@@ -32,6 +32,7 @@ bool q8_layout_supported(const UniformWeightsView& w) {
 }
 
 Q8RowsFn q8_rows_for(const UniformWeightsView& w, CpuIsa isa) {
+  if (w.bits == 3) return isa == CpuIsa::Avx512 && cpu_has_avx512_vnni() && cpu_has_avx512_vbmi() ? q8_rows_avx512vbmi : nullptr;
   if (isa == CpuIsa::Avx512 && cpu_has_avx512_vnni()) return q8_rows_avx512vnni;
   if (w.bits == 4 && (isa == CpuIsa::Avx2 || isa == CpuIsa::Avx512) && cpu_supports(isa)) return q8_rows_avx2;
   return nullptr;

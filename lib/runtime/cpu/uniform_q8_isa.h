@@ -2,9 +2,9 @@
 // dispatcher (uniform_q8_gemv.cpp) with arguments it has already checked. The SIMD files
 // follow the rules of uniform_isa.h.
 //
-// Both kernels read the weights in chunks of 16 "lanes" (the 32-bit lanes of one AVX-512
-// vpdpbusd): a chunk is 64 bytes of codes, i.e. 128 columns of 4-bit codes or 64 columns
-// of 8-bit codes, and lane j sums the products of columns [j * kLaneCols, (j + 1) *
+// The kernels read the weights in chunks of 16 "lanes" (the 32-bit lanes of one AVX-512
+// vpdpbusd): a chunk is 128 columns of 4-bit codes (64 bytes) or 64 columns of 8- or 3-bit
+// codes (64 or 24 bytes), and lane j sums the products of columns [j * kLaneCols, (j + 1) *
 // kLaneCols) of the chunk (8 or 4 columns). The dispatcher lays out each activation row to
 // match (Q8Panel below). AVX2 takes each chunk as two halves of 8 lanes.
 #pragma once
@@ -19,11 +19,12 @@ namespace fsq::cpu {
 
 inline constexpr int64_t kQ8ChunkBytes = 64;
 inline constexpr int64_t kQ8ChunkLanes = 16;
-static constexpr int64_t q8_chunk_cols(int bits) { return kQ8ChunkBytes * 8 / bits; }
+// Columns per chunk: 64 activation bytes per vpdpbusd, two of them for 4-bit codes.
+static constexpr int64_t q8_chunk_cols(int bits) { return bits == 4 ? 2 * kQ8ChunkBytes : kQ8ChunkBytes; }
 
 // One batch of at most kMaxGemvRows quantized activation rows. Per row i (strides below):
-//  - codes: per chunk c, 64 bytes (8-bit weights: the int8 codes of the chunk's 64 columns
-//    in order) or 128 bytes (4-bit weights: the codes of the chunk's even columns, then of
+//  - codes: per chunk c, 64 bytes (8- and 3-bit weights: the int8 codes of the chunk's 64
+//    columns in order) or 128 bytes (4-bit weights: the codes of the chunk's even columns, then of
 //    its odd columns, matching the low and high nibbles of the weight bytes); zero past
 //    the last column;
 //  - lane_scales: per chunk, 16 floats: lane j holds d of the activation block its columns
@@ -50,6 +51,7 @@ inline constexpr int64_t kQ8MaxRowGroups = 2048;
 using Q8RowsFn = void (*)(const Q8Batch& batch, int64_t row0, int64_t row1);
 void q8_rows_avx2(const Q8Batch& batch, int64_t row0, int64_t row1);        // 4-bit only
 void q8_rows_avx512vnni(const Q8Batch& batch, int64_t row0, int64_t row1);  // 4- and 8-bit
+void q8_rows_avx512vbmi(const Q8Batch& batch, int64_t row0, int64_t row1);  // 3-bit (VNNI + VBMI)
 
 // The prefill GEMM (uniform_gemm_q8). Output columns (weight rows) are taken in tiles of 32,
 // each unpacked once per call into signed codes laid out for vpdpbusd with x broadcast: per

@@ -1,4 +1,4 @@
-// Decode GEMV for 4- and 8-bit uniform weights with int8 activations, as llama.cpp
+// Decode GEMV for 3-, 4- and 8-bit uniform weights with int8 activations, as llama.cpp
 // multiplies its Q4_0/Q8_0 weights by Q8_0 activations: each row of x is quantized to int8
 // per block of 32 columns, and the codes multiply in integers (AVX-512 VNNI vpdpbusd, or
 // AVX2 vpmaddubsw). A 4-bit GEMV on floats spends ~3 instructions per weight on unpacking
@@ -27,7 +27,8 @@ void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
 
 // True when uniform_gemv_q8 can run w with `isa`: 4-bit codes with CpuIsa::Avx2 or
 // CpuIsa::Avx512, 8-bit codes with CpuIsa::Avx512 where the CPU has AVX-512 VNNI (AVX2's
-// vpmaddubsw would saturate on 8-bit codes), and groups that are whole activation blocks
+// vpmaddubsw would saturate on 8-bit codes), 3-bit codes with CpuIsa::Avx512 where it has
+// VNNI and VBMI (to spread the codes to bytes), and groups that are whole activation blocks
 // (group_cols a multiple of 32 that divides or is divided by the kernel's chunk of 16
 // lanes, or one group per row).
 bool uniform_q8_supported(const UniformWeightsView& w, CpuIsa isa);

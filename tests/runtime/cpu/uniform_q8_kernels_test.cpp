@@ -1,6 +1,6 @@
 // The int8-activation uniform GEMV (runtime/cpu/uniform_q8_kernels.h): the activation
 // quantizer on hand-computed blocks, the scalar spec against dequantized weights times
-// dequantized activations, and every SIMD kernel against the spec on every 4- and 8-bit
+// dequantized activations, and every SIMD kernel against the spec on every 3-, 4- and 8-bit
 // type and test width, with guard sentinels around the output.
 #include <gtest/gtest.h>
 
@@ -163,7 +163,7 @@ double kernel_tolerance(const PackedWeights& w, const QuantizedRow& r, int64_t n
 TEST(UniformQ8, SimdKernelsMatchTheSpecOnEverySupportedType) {
   int runs = 0;
   for (const UniformQuantType& t : uniform_quant_types()) {
-    if (t.quant.bits != 4 && t.quant.bits != 8) continue;
+    if (t.quant.bits != 3 && t.quant.bits != 4 && t.quant.bits != 8) continue;
     for (const test::KGroup& kg : test::test_k_groups()) {
       if (kg.group_size != t.quant.group_size) continue;
       for (int64_t rows : {1, 7, 129}) {
@@ -263,13 +263,20 @@ TEST(UniformQ8, GemmTakesNarrowCodesAndSymmetricEightBitOnly) {
 TEST(UniformQ8, SupportIsDecidedByBitsGroupsAndIsa) {
   const PackedWeights w4(UniformQuant{4, 64, false}, 3, 576, 1);
   const PackedWeights w3(UniformQuant{3, 64, false}, 3, 576, 1);
+  const PackedWeights w2(UniformQuant{2, 64, false}, 3, 576, 1);
   const PackedWeights odd(UniformQuant{4, 0, true}, 3, 100, 1);  // per-channel, 100 % 8 != 0
   EXPECT_FALSE(cpu::uniform_q8_supported(w4.view(), CpuIsa::Scalar));
   for (CpuIsa isa : test::supported_isas()) {
-    EXPECT_FALSE(cpu::uniform_q8_supported(w3.view(), isa));
+    EXPECT_FALSE(cpu::uniform_q8_supported(w2.view(), isa));
     EXPECT_FALSE(cpu::uniform_q8_supported(odd.view(), isa));
     std::vector<float> x(576, 1.0f), y(3);
-    EXPECT_EQ(cpu::uniform_gemv_q8(w3.view(), x.data(), 1, 576, y.data(), 3, isa), KernelStatus::InvalidArgument);
+    EXPECT_EQ(cpu::uniform_gemv_q8(w2.view(), x.data(), 1, 576, y.data(), 3, isa), KernelStatus::InvalidArgument);
+    // 3-bit codes: only AVX-512 with VNNI and VBMI spreads them to bytes.
+    const bool w3_runs = isa == CpuIsa::Avx512 && cpu::cpu_has_avx512_vnni() && cpu::cpu_has_avx512_vbmi();
+    EXPECT_EQ(cpu::uniform_q8_supported(w3.view(), isa), w3_runs) << cpu::cpu_isa_name(isa);
+    EXPECT_EQ(cpu::uniform_gemv_q8(w3.view(), x.data(), 1, 576, y.data(), 3, isa),
+              w3_runs ? KernelStatus::Ok : KernelStatus::IsaUnavailable)
+        << cpu::cpu_isa_name(isa);
   }
   if (cpu::cpu_supports(CpuIsa::Avx2)) {
     EXPECT_TRUE(cpu::uniform_q8_supported(w4.view(), CpuIsa::Avx2));
