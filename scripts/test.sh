@@ -62,6 +62,15 @@ if [ "$fuzz_seconds" -gt 0 ]; then
 fi
 
 # ctest last; then one closing line with the counts, skipped tests included.
+# The tests wait as the fsq binary does (tools/fsq/wait_policy.h, which says why) unless the
+# caller chose otherwise: with the libraries' default spinning, tests that ctest -j2 runs
+# side by side on 2 cores spin for each other's cores between OpenMP regions (two copies of
+# the SmolLM2 int8 decode test: 56 s here instead of 11 s alone, 34 s with these settings;
+# on one CI machine two such tests timed out at 600 s).
+export GOMP_SPINCOUNT="${GOMP_SPINCOUNT:-3000}" OPENBLAS_THREAD_TIMEOUT="${OPENBLAS_THREAD_TIMEOUT:-4}"
+# Which CPU ran the tests (kernel paths and timings depend on it).
+echo "test: CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores;" \
+  "ISA flags:$(grep -m1 -o -w -E 'avx2|avx512f|avx512_vnni|avx512vbmi|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ' | sed 's/^/ /')"
 cd "$build"
 log="$build/ctest-last.log"
 set +e

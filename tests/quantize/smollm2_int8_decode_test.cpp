@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "fixtures.h"
 #include "formats/tokenizer.h"
@@ -70,6 +71,18 @@ DecodeAgreement int8_vs_exact_decode(const QuantizeConfig& cfg) {
   return {kl_sum / kSteps, static_cast<double>(agree) / kSteps, false};
 }
 
+// Prints and records `a` for `label` (w4, lut3, ...), then checks it against the bounds.
+void report_agreement(const std::string& label, const std::string& what, const DecodeAgreement& a, double max_kl,
+                      double min_top1) {
+  std::printf("SmolLM2-135M %s, %ld TinyStories decode steps: int8 vs f32 activations mean KL %.6f, top-1 "
+              "agreement %.4f\n",
+              what.c_str(), static_cast<long>(kSteps), a.mean_kl, a.top1);
+  ::testing::Test::RecordProperty("mean_kl_" + label, std::to_string(a.mean_kl));
+  ::testing::Test::RecordProperty("top1_agreement_" + label, std::to_string(a.top1));
+  EXPECT_LE(a.mean_kl, max_kl) << label;
+  EXPECT_GE(a.top1, min_top1) << label;
+}
+
 TEST(SmolLM2Int8Decode, KlAgainstExactDecodeIsSmall) {
   FSQ_REQUIRE_FIXTURE(testing::smollm2_hf(), testing::kHowToFetchSmolLM2);
   FSQ_REQUIRE_FIXTURE(testing::tinystories_val(), testing::kHowToStageShared);
@@ -88,13 +101,8 @@ TEST(SmolLM2Int8Decode, KlAgainstExactDecodeIsSmall) {
     run_quantize(cfg, [](const std::string&) {});
     const DecodeAgreement a = int8_vs_exact_decode(cfg);
     if (a.skipped) GTEST_SKIP() << "no int8-activation kernel on this CPU (or FSQ_CPU_ISA=scalar)";
-    std::printf("SmolLM2-135M w%dg128a+head w8g64s, %ld TinyStories decode steps: int8 vs f32 activations "
-                "mean KL %.6f, top-1 agreement %.4f\n",
-                bits, static_cast<long>(kSteps), a.mean_kl, a.top1);
-    RecordProperty("mean_kl_w" + std::to_string(bits), std::to_string(a.mean_kl));
-    RecordProperty("top1_agreement_w" + std::to_string(bits), std::to_string(a.top1));
-    EXPECT_LE(a.mean_kl, bits == 3 ? kMaxMeanKlW3 : kMaxMeanKl) << bits << " bits";
-    EXPECT_GE(a.top1, kMinTop1) << bits << " bits";
+    const std::string label = "w" + std::to_string(bits);
+    report_agreement(label, label + "g128a+head w8g64s", a, bits == 3 ? kMaxMeanKlW3 : kMaxMeanKl, kMinTop1);
   }
 }
 
@@ -129,13 +137,9 @@ TEST(SmolLM2Int8Decode, LutKlAgainstExactDecodeIsSmall) {
                   bits);
       continue;
     }
-    std::printf("SmolLM2-135M squeezellm lut%d (unweighted, 0.40 %% sparse)+head w8g64s, %ld TinyStories decode "
-                "steps: int8 vs f32 activations mean KL %.6f, top-1 agreement %.4f\n",
-                bits, static_cast<long>(kSteps), a.mean_kl, a.top1);
-    RecordProperty("mean_kl_lut" + std::to_string(bits), std::to_string(a.mean_kl));
-    RecordProperty("top1_agreement_lut" + std::to_string(bits), std::to_string(a.top1));
-    EXPECT_LE(a.mean_kl, bits == 3 ? kMaxMeanKlUnweighted3 : kMaxMeanKl) << bits << " bits";
-    EXPECT_GE(a.top1, bits == 3 ? kMinTop1Unweighted3 : kMinTop1) << bits << " bits";
+    const std::string label = "lut" + std::to_string(bits);
+    report_agreement(label, "squeezellm " + label + " (unweighted, 0.40 % sparse)+head w8g64s", a,
+                     bits == 3 ? kMaxMeanKlUnweighted3 : kMaxMeanKl, bits == 3 ? kMinTop1Unweighted3 : kMinTop1);
   }
 }
 
