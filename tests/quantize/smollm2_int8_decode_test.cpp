@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -61,12 +62,17 @@ DecodeAgreement int8_vs_exact_decode(const QuantizeConfig& cfg) {
   KVCache exact_cache = exact->new_cache(1, kSteps + 1), int8_cache = int8->new_cache(1, kSteps + 1);
   double kl_sum = 0.0;
   int64_t agree = 0;
+  const auto start = std::chrono::steady_clock::now();
   for (int64_t t = 0; t < kSteps; ++t) {
     const at::Tensor token = at::full({1, 1}, static_cast<int64_t>(ids[static_cast<size_t>(t)]), at::kLong);
     const at::Tensor p_log = at::log_softmax(exact->forward(token, &exact_cache).reshape({-1}).to(at::kDouble), 0);
     const at::Tensor q_log = at::log_softmax(int8->forward(token, &int8_cache).reshape({-1}).to(at::kDouble), 0);
     kl_sum += (p_log.exp() * (p_log - q_log)).sum().item<double>();
     agree += p_log.argmax().item<int64_t>() == q_log.argmax().item<int64_t>() ? 1 : 0;
+    // Progress in the log, so that a run cut off by ctest's timeout shows how far it got.
+    if ((t + 1) % 32 == 0)
+      std::printf("  %ld of %ld steps, %.1f s\n", static_cast<long>(t + 1), static_cast<long>(kSteps),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return {kl_sum / kSteps, static_cast<double>(agree) / kSteps, false};
 }
