@@ -25,13 +25,11 @@
 #include "runtime/cpu/lut_avx512_ops.h"
 #include "runtime/cpu/lut_q8_isa.h"
 #include "runtime/cpu/prefetch.h"
-#include "runtime/cpu/uniform_q8_isa.h"  // kQ8ChunkBytes, kQ8ChunkLanes
+#include "runtime/cpu/uniform_q8_isa.h"  // kQ8ChunkBytes, kQ8ChunkLanes, kQ8PrefetchBytes
 
 namespace fsq::cpu {
 namespace {
 
-// Codes are prefetched about this far ahead, one line per line read (as the uniform q8 GEMV).
-constexpr int64_t kLutQ8PrefetchBytes = 8192;
 constexpr float kLutQ8TableBias = 128.0f;
 
 struct LutQ8Rows {
@@ -106,7 +104,7 @@ void lut_q8_rows_m(const LutQ8Batch& b, int64_t row0, int64_t row1) {
   ctx.tail_bytes = ((w.cols % Codes::kChunkCols) * Codes::kBits + 7) / 8;
   ctx.row_bytes = w.words_per_row * 4;
   // Past the R rows read together: 8 KiB ahead of long rows would still be inside them.
-  ctx.ahead_rows = R + (kLutQ8PrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes;
+  ctx.ahead_rows = R + (kQ8PrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes;
   ctx.ahead_bytes = ctx.ahead_rows * ctx.row_bytes;
   int64_t n = row0;
   for (; n + R <= row1; n += R) lut_q8_row_block<Codes, M, R>(ctx, n);

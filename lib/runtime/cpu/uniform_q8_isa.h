@@ -21,6 +21,13 @@ inline constexpr int64_t kQ8ChunkBytes = 64;
 inline constexpr int64_t kQ8ChunkLanes = 16;
 // Columns per chunk: 64 activation bytes per vpdpbusd, two of them for 4-bit codes.
 static constexpr int64_t q8_chunk_cols(int bits) { return bits == 4 ? 2 * kQ8ChunkBytes : kQ8ChunkBytes; }
+// The q8 GEMV loops (uniform_q8_loops.h, lut_q8_loops.h) prefetch codes about this far ahead
+// (uniform_simd_loops.h says why; prefetch.h, the hint), one line per line read, in the
+// chunk loop: a burst of a whole row block's lines at its start (what the uniform kernel did
+// first) held LLaMA-7B's 4096-column rows at ~55 % of the read bandwidth from DRAM, ~100 %
+// now; 8 KiB beat 4 and 16 KiB at every SmolLM2 shape (bench_uniform_kernels, mem-kernel
+// rows, one thread).
+inline constexpr int64_t kQ8PrefetchBytes = 8192;
 
 // One batch of at most kMaxGemvRows quantized activation rows. Per row i (strides below):
 //  - codes: per chunk c, 64 bytes (8- and 3-bit weights: the int8 codes of the chunk's 64

@@ -26,12 +26,6 @@ namespace fsq::cpu {
 namespace {
 
 constexpr int kQ8Lanes = 16;
-// Codes are prefetched about this far ahead (uniform_simd_loops.h says why; prefetch.h, the
-// hint), one line per line read, in the chunk loop: a burst of a whole row block's lines
-// at its start (what this kernel did first) held LLaMA-7B's 4096-column rows at ~55 % of the read
-// bandwidth from DRAM, ~100 % now; 8 KiB beat 4 and 16 KiB at every SmolLM2 shape
-// (bench_uniform_kernels, mem-kernel rows, one thread).
-constexpr int64_t kQ8PrefetchBytes = 8192;
 
 // What every row of one call shares.
 struct Q8RowsContext {
