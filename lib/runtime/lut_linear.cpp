@@ -110,6 +110,14 @@ void LutLinear::prepare_q8_tables() {
   q8_tables_.resize(static_cast<size_t>(rows_ * 16));
   q8_scales_.resize(static_cast<size_t>(rows_));
   cpu::prepare_lut_q8_tables(weights_view(), q8_tables_.data(), q8_scales_.data());
+  if (cpu::lut_q8_sparse_rows_apply(weights_view())) {
+    q8_sparse_rows_.resize(static_cast<size_t>(nnz_));
+    cpu::prepare_lut_q8_sparse_rows(weights_view(), q8_sparse_rows_.data());
+  }
+}
+
+cpu::LutQ8Tables LutLinear::q8_view() const {
+  return {q8_tables_.data(), q8_scales_.data(), q8_sparse_rows_.empty() ? nullptr : q8_sparse_rows_.data()};
 }
 
 void LutLinear::set_int8_decode(bool on) {
@@ -133,14 +141,14 @@ at::Tensor LutLinear::forward(const at::Tensor& x) const {
       {}};
   if (int8_prefill_)
     kernels.many_rows = [&](const float* in, int64_t m, float* y) {
-      return cpu::lut_gemm_q8(view, {q8_tables_.data(), q8_scales_.data()}, in, m, cols_, y, rows_, isa_);
+      return cpu::lut_gemm_q8(view, q8_view(), in, m, cols_, y, rows_, isa_);
     };
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 
 void LutLinear::forward_rows(const float* x, int64_t m, float* y) const {
   const cpu::LutWeightsView view = weights_view();
-  check_kernel_status(int8_decode_ ? cpu::lut_gemv_q8(view, {q8_tables_.data(), q8_scales_.data()}, x, m, cols_, y,
+  check_kernel_status(int8_decode_ ? cpu::lut_gemv_q8(view, q8_view(), x, m, cols_, y,
                                                       rows_, isa_)
                                    : cpu::lut_gemv(view, x, m, cols_, y, rows_, isa_),
                       describe());

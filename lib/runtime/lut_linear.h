@@ -12,6 +12,7 @@
 #include "formats/quant/lut_quant.h"
 #include "runtime/aligned_bytes.h"
 #include "runtime/cpu/lut_kernels.h"
+#include "runtime/cpu/lut_q8_kernels.h"  // LutQ8Tables
 #include "runtime/linear.h"
 
 namespace fsq {
@@ -83,6 +84,8 @@ class LutLinear final : public Linear {
   bool want_int8_prefill_ = false, int8_prefill_ = false;
   std::vector<uint8_t> q8_tables_;  // cpu::prepare_lut_q8_tables, made when an int8 path turns on
   std::vector<float> q8_scales_;
+  std::vector<uint16_t> q8_sparse_rows_;  // cpu::prepare_lut_q8_sparse_rows, with the tables
+  cpu::LutQ8Tables q8_view() const;
 };
 
 // A LutLinear from an opened packed checkpoint's LUT linear.

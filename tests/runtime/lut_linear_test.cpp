@@ -110,15 +110,20 @@ TEST(LutLinear, BiasBatchDimensionsAndStoredBytes) {
 }
 
 // What an int8 path of `linear` must give for x [m, cols]: `kernel` (cpu::lut_gemv_q8 or
-// cpu::lut_gemm_q8) on int8 tables made from the linear's own weights, plus the bias.
+// cpu::lut_gemm_q8) on int8 tables made from the linear's own weights (with the nonzeros'
+// rows, as the linear prepares them), plus the bias.
 template <typename Kernel>
 std::vector<float> q8_kernel_plus_bias(const LutLinear& linear, const std::vector<float>& bias,
                                        const std::vector<float>& x, int64_t m, Kernel kernel) {
   const cpu::LutWeightsView w = linear.weights_view();
   std::vector<uint8_t> tables(static_cast<size_t>(w.rows * 16));
   std::vector<float> scales(static_cast<size_t>(w.rows)), y(static_cast<size_t>(m * w.rows));
+  std::vector<uint16_t> sparse_rows(static_cast<size_t>(w.nnz));
   cpu::prepare_lut_q8_tables(w, tables.data(), scales.data());
-  EXPECT_EQ(kernel(w, {tables.data(), scales.data()}, x.data(), m, w.cols, y.data(), w.rows, cpu::selected_cpu_isa()),
+  const bool stream = cpu::lut_q8_sparse_rows_apply(w);
+  if (stream) cpu::prepare_lut_q8_sparse_rows(w, sparse_rows.data());
+  EXPECT_EQ(kernel(w, {tables.data(), scales.data(), stream ? sparse_rows.data() : nullptr}, x.data(), m, w.cols,
+                   y.data(), w.rows, cpu::selected_cpu_isa()),
             cpu::KernelStatus::Ok);
   for (size_t j = 0; j < y.size(); ++j) y[j] += bias[j % static_cast<size_t>(w.rows)];
   return y;

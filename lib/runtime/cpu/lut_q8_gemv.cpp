@@ -65,6 +65,15 @@ void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scal
   }
 }
 
+bool lut_q8_sparse_rows_apply(const LutWeightsView& w) {
+  return w.row_ptr != nullptr && w.rows <= 65536;
+}
+
+void prepare_lut_q8_sparse_rows(const LutWeightsView& w, uint16_t* rows) {
+  for (int64_t n = 0; n < w.rows; ++n)
+    for (int64_t e = w.row_ptr[n]; e < w.row_ptr[n + 1]; ++e) rows[e] = static_cast<uint16_t>(n);
+}
+
 bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa) {
   return check_lut_view(w) == KernelStatus::Ok && w.cols % 8 == 0 && isa == CpuIsa::Avx512 && cpu_supports(isa) &&
          cpu_has_avx512_vnni() && (w.bits == 4 || cpu_has_avx512_vbmi());
@@ -107,11 +116,17 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
   if (!lut_q8_supported(w, isa)) return KernelStatus::IsaUnavailable;
   const auto rows_fn = w.bits == 4 ? lut_q8_rows_avx512vnni : lut_q8_rows_avx512vbmi;
   Q8Panel panel(panel_view(w), std::min(m, kMaxGemvRows));
+  const bool stream = t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w);
+  std::vector<float> sparse_sums(stream ? static_cast<size_t>(std::min(m, kMaxGemvRows) * w.rows) : 0);
   for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
     LutQ8Batch batch;
     batch.w = &w;
     batch.t = &t;
     batch.m = std::min(kMaxGemvRows, m - i0);
+    if (stream) {
+      std::fill(sparse_sums.begin(), sparse_sums.end(), 0.0f);
+      batch.sparse_sums = sparse_sums.data();
+    }
     panel.fill(x + i0 * x_stride, batch.m, x_stride);
     batch.codes = panel.codes.data();
     batch.codes_stride = panel.codes_stride;

@@ -24,8 +24,16 @@ namespace fsq::cpu {
 struct LutQ8Tables {
   const uint8_t* tables = nullptr;  // [rows, 16]
   const float* scales = nullptr;    // [rows]
+  // Optional, for a CSR part: the row of each nonzero (prepare_lut_q8_sparse_rows). With it
+  // the GEMV adds the CSR part as one stream of nonzeros instead of row by row.
+  const uint16_t* sparse_rows = nullptr;  // [nnz]
 };
 void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales);
+// Whether w has a CSR part that sparse_rows can describe (at most 65536 rows).
+bool lut_q8_sparse_rows_apply(const LutWeightsView& w);
+// rows[e] = the row of nonzero e, for a view that check_lut_sparse accepted and for which
+// lut_q8_sparse_rows_apply holds.
+void prepare_lut_q8_sparse_rows(const LutWeightsView& w, uint16_t* rows);
 
 // cols a multiple of 8 and a CPU with AVX-512 VNNI (isa Avx512), for 3-bit codes also VBMI.
 bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa);

@@ -43,6 +43,7 @@ struct Q8Lut {
   LutColType col_type = LutColType::U16;
   std::vector<uint8_t> tables;
   std::vector<float> scales;
+  std::vector<uint16_t> sparse_rows;  // each nonzero's row, for the GEMV's CSR stream
 
   Q8Lut(int b, int64_t r, int64_t c, int sparse_bits, uint32_t seed) : bits(b), rows(r), cols(c) {
     std::mt19937 rng(seed);
@@ -68,6 +69,10 @@ struct Q8Lut {
     tables.resize(static_cast<size_t>(rows * 16));
     scales.resize(static_cast<size_t>(rows));
     cpu::prepare_lut_q8_tables(view(), tables.data(), scales.data());
+    if (cpu::lut_q8_sparse_rows_apply(view())) {
+      sparse_rows.resize(val.size());
+      cpu::prepare_lut_q8_sparse_rows(view(), sparse_rows.data());
+    }
   }
   cpu::LutWeightsView view() const {
     cpu::LutWeightsView v;
@@ -86,7 +91,10 @@ struct Q8Lut {
     }
     return v;
   }
-  cpu::LutQ8Tables q8() const { return {tables.data(), scales.data()}; }
+  // stream: with the nonzeros' rows (the CSR part added as one stream), where there is a CSR part.
+  cpu::LutQ8Tables q8(bool stream = false) const {
+    return {tables.data(), scales.data(), stream && !sparse_rows.empty() ? sparse_rows.data() : nullptr};
+  }
   float centroid(int64_t n, int64_t k) const {
     return f16_to_f32(lut[static_cast<size_t>((n << bits) + codes[static_cast<size_t>(n * cols + k)])]);
   }
@@ -218,13 +226,16 @@ TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundO
                     KernelStatus::Ok);
           ASSERT_EQ(cpu::lut_matmul_reference(w.view(), x.data(), max_m, x_stride, exact.data(), rows),
                     KernelStatus::Ok);
-          for (int64_t m = 1; m <= max_m; m = m == cpu::kMaxGemvRows + 1 ? max_m : m + 1) {
+          for (int64_t m = 1; m <= max_m; m = m == cpu::kMaxGemvRows + 1 ? max_m : m + 1)
+          for (bool stream : {false, true}) {
+            if (stream && sparse_bits == 0) continue;
             SCOPED_TRACE("lut" + std::to_string(bits) + " [" + std::to_string(rows) + " x " + std::to_string(cols) +
-                         "] csr " + std::to_string(sparse_bits) + " m=" + std::to_string(m));
+                         "] csr " + std::to_string(sparse_bits) + (stream ? " (stream)" : "") +
+                         " m=" + std::to_string(m));
             test::GuardedOutput y(m, rows, rows + test::kYPadding);
-            ASSERT_EQ(
-                cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, x_stride, y.data(), y.stride(), cpu::CpuIsa::Avx512),
-                KernelStatus::Ok);
+            ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream), x.data(), m, x_stride, y.data(), y.stride(),
+                                       cpu::CpuIsa::Avx512),
+                      KernelStatus::Ok);
             ASSERT_TRUE(y.guards_intact());
             for (int64_t i = 0; i < m; ++i) {
               const float* xi = x.data() + i * x_stride;
@@ -348,7 +359,8 @@ TEST_F(LutQ8KernelsVnni, ReadsNothingPastTheCodes) {
 TEST_F(LutQ8KernelsVnni, GemvIsBitIdenticalOnAnyThreadCount) {
   const int saved = omp_get_max_threads();
   for (int bits : {4, 3})
-    for (int64_t m : {int64_t{1}, int64_t{5}}) {
+    for (int64_t m : {int64_t{1}, int64_t{5}})
+    for (bool stream : {false, true}) {
       const Q8Lut w(bits, 301, 576, 32, 91);
       if (!cpu::lut_q8_supported(w.view(), cpu::CpuIsa::Avx512)) continue;  // 3-bit without VBMI
       const std::vector<float> x = test::activations(m, w.cols, w.cols, 13);
@@ -356,7 +368,8 @@ TEST_F(LutQ8KernelsVnni, GemvIsBitIdenticalOnAnyThreadCount) {
       for (int threads : {1, 2, 3}) {
         omp_set_num_threads(threads);
         y.emplace_back(static_cast<size_t>(m * w.rows));
-        ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, w.cols, y.back().data(), w.rows, cpu::CpuIsa::Avx512),
+        ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream), x.data(), m, w.cols, y.back().data(), w.rows,
+                                   cpu::CpuIsa::Avx512),
                   KernelStatus::Ok);
       }
       EXPECT_EQ(y[0], y[1]);
