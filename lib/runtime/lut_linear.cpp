@@ -148,8 +148,7 @@ at::Tensor LutLinear::forward(const at::Tensor& x) const {
 
 void LutLinear::forward_rows(const float* x, int64_t m, float* y) const {
   const cpu::LutWeightsView view = weights_view();
-  check_kernel_status(int8_decode_ ? cpu::lut_gemv_q8(view, q8_view(), x, m, cols_, y,
-                                                      rows_, isa_)
+  check_kernel_status(int8_decode_ ? cpu::lut_gemv_q8(view, q8_view(), x, m, cols_, y, rows_, isa_)
                                    : cpu::lut_gemv(view, x, m, cols_, y, rows_, isa_),
                       describe());
   add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);

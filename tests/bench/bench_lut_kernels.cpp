@@ -194,7 +194,8 @@ class Fixtures {
 };
 
 // Bytes a GEMV reads: the int8 one reads 16 table bytes and a float scale per row instead of
-// the 2^bits fp16 centroids.
+// the 2^bits fp16 centroids. (At these shapes' 18-50 nonzeros per row lut_gemv_q8 adds the
+// CSR part row by row and does not read LutQ8Tables::sparse_rows.)
 int64_t bytes_read(int64_t lut_bytes, int64_t rows, const Kind& kind) {
   return kind.q8 ? lut_bytes - rows * (int64_t{2} << kind.bits) + rows * 20 : lut_bytes;
 }
@@ -205,6 +206,7 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, con
   std::vector<cpu::LutWeightsView> views;
   std::vector<std::vector<uint8_t>> tables;
   std::vector<std::vector<float>> scales;
+  std::vector<std::vector<uint16_t>> sparse_rows;  // as LutLinear prepares them
   for (const LutArrays& a : copies) {
     views.push_back(a.view());
     if (cpu::check_lut_sparse(views.back()) != cpu::KernelStatus::Ok) {
@@ -215,6 +217,9 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, con
       tables.emplace_back(static_cast<size_t>(a.rows * 16));
       scales.emplace_back(static_cast<size_t>(a.rows));
       cpu::prepare_lut_q8_tables(views.back(), tables.back().data(), scales.back().data());
+      sparse_rows.emplace_back(static_cast<size_t>(a.nnz));
+      if (cpu::lut_q8_sparse_rows_apply(views.back()))
+        cpu::prepare_lut_q8_sparse_rows(views.back(), sparse_rows.back().data());
     }
   }
   if (kind.q8 && !cpu::lut_q8_supported(views.front(), isa)) {
@@ -227,8 +232,10 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, con
   size_t next = 0;
   for (auto _ : state) {
     const cpu::KernelStatus status =
-        kind.q8 ? cpu::lut_gemv_q8(views[next], {tables[next].data(), scales[next].data()}, x.data(), 1, cols, y.data(),
-                                   rows, isa)
+        kind.q8 ? cpu::lut_gemv_q8(views[next],
+                                   {tables[next].data(), scales[next].data(),
+                                    cpu::lut_q8_sparse_rows_apply(views[next]) ? sparse_rows[next].data() : nullptr},
+                                   x.data(), 1, cols, y.data(), rows, isa)
                 : cpu::lut_gemv(views[next], x.data(), 1, cols, y.data(), rows, isa);
     if (status != cpu::KernelStatus::Ok) state.SkipWithError("the GEMV failed");
     benchmark::ClobberMemory();

@@ -19,6 +19,11 @@ namespace {
 
 constexpr int64_t kParallelMinWeights = int64_t{1} << 16;  // as lut_gemv
 constexpr int kTableBias = 128;
+// The CSR part goes as one stream of nonzeros (lut_q8_loops.h) below this many per row on
+// average: each row's sum is then one FMA chain, which long rows wait on. bench_lut_kernels,
+// 1 thread: at LLaMA-7B's 18-50 per row the stream cost +44-62 % against +5-17 % row by row;
+// at SmolLM2's ~2.6 it took sparse decode batch 8 from 278-289 to 338-340 tok/s.
+constexpr int64_t kStreamMaxNonzerosPerRow = 8;
 
 int64_t q8_blocks(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCols; }
 
@@ -116,17 +121,15 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
   if (!lut_q8_supported(w, isa)) return KernelStatus::IsaUnavailable;
   const auto rows_fn = w.bits == 4 ? lut_q8_rows_avx512vnni : lut_q8_rows_avx512vbmi;
   Q8Panel panel(panel_view(w), std::min(m, kMaxGemvRows));
-  const bool stream = t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w);
+  const bool stream =
+      t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w) && w.nnz < kStreamMaxNonzerosPerRow * w.rows;
   std::vector<float> sparse_sums(stream ? static_cast<size_t>(std::min(m, kMaxGemvRows) * w.rows) : 0);
   for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
     LutQ8Batch batch;
     batch.w = &w;
     batch.t = &t;
     batch.m = std::min(kMaxGemvRows, m - i0);
-    if (stream) {
-      std::fill(sparse_sums.begin(), sparse_sums.end(), 0.0f);
-      batch.sparse_sums = sparse_sums.data();
-    }
+    if (stream) batch.sparse_sums = sparse_sums.data();
     panel.fill(x + i0 * x_stride, batch.m, x_stride);
     batch.codes = panel.codes.data();
     batch.codes_stride = panel.codes_stride;

@@ -24,7 +24,7 @@ struct LutQ8Batch {
   int64_t x_stride = 0;
   float* y = nullptr;  // [m, rows], row stride y_stride
   int64_t y_stride = 0;
-  // With t->sparse_rows: zeroed scratch [m, rows] where the CSR stream sums each row's part.
+  // With t->sparse_rows: scratch [m, rows] where the CSR stream sums each row's part.
   float* sparse_sums = nullptr;
 };
 

@@ -25,7 +25,7 @@ struct LutQ8Tables {
   const uint8_t* tables = nullptr;  // [rows, 16]
   const float* scales = nullptr;    // [rows]
   // Optional, for a CSR part: the row of each nonzero (prepare_lut_q8_sparse_rows). With it
-  // the GEMV adds the CSR part as one stream of nonzeros instead of row by row.
+  // the GEMV adds a CSR part of few nonzeros per row as one stream instead of row by row.
   const uint16_t* sparse_rows = nullptr;  // [nnz]
 };
 void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales);

@@ -94,18 +94,21 @@ void lut_q8_sparse_rows(const LutQ8Batch& b, const Col* col, int64_t row0, int64
 }
 
 // The CSR part of rows [row0, row1) as one stream of nonzeros (their rows from
-// t->sparse_rows), each product added to its row's sum in b.sparse_sums, then the sums to y:
-// no loop and no branch per row. SmolLM2's rows hold ~2.6 nonzeros at 0.45 %, and the
-// per-row loop (lut_q8_sparse_rows) runs once per row and row of x. Measured: SmolLM2
-// squeezellm w4 + 0.45 % sparse, 1 thread, decode batch 8 278-289 -> 338-340 tok/s (the dense
-// checkpoint: 324-366), batch 1 unchanged within noise; a standalone loop over 192k such
-// rows (~500k nonzeros) took 1.6-1.7 ms, against 0.5 ms as one stream. Each row's sum is one chain in
-// column order, added to y once: the rounding the kernel tests bound for a row's CSR sum.
+// t->sparse_rows), each product added to its row's sum in b.sparse_sums (this thread's rows
+// of it zeroed first), then the sums to y: no loop and no branch per row. SmolLM2's rows
+// hold ~2.6 nonzeros at 0.45 %, and the per-row loop (lut_q8_sparse_rows) runs once per row
+// and row of x. Measured: SmolLM2 squeezellm w4 + 0.45 % sparse, 1 thread, decode batch 8
+// 278-289 -> 338-340 tok/s (the dense checkpoint: 324-366), batch 1 unchanged within noise;
+// a standalone loop over 192k such rows (~500k nonzeros) took 1.6-1.7 ms, against 0.5 ms as
+// one stream. Each row's sum is one chain in column order, added to y once: the rounding
+// the kernel tests bound for a row's CSR sum.
 template <int M, typename Col>
 void lut_q8_sparse_stream(const LutQ8Batch& b, const Col* col, int64_t row0, int64_t row1) {
   const LutWeightsView& w = *b.w;
   const uint16_t* row_of = b.t->sparse_rows;
   float* sums = b.sparse_sums;
+  for (int i = 0; i < M; ++i)
+    for (int64_t n = row0; n < row1; ++n) sums[i * w.rows + n] = 0.0f;
   const int64_t end = w.row_ptr[row1];
   for (int64_t e = w.row_ptr[row0]; e < end; ++e) {
     const int64_t n = row_of[e];
@@ -115,6 +118,15 @@ void lut_q8_sparse_stream(const LutQ8Batch& b, const Col* col, int64_t row0, int
   }
   for (int i = 0; i < M; ++i)
     for (int64_t n = row0; n < row1; ++n) b.y[i * b.y_stride + n] += sums[i * w.rows + n];
+}
+
+// The CSR part of rows [row0, row1): as one stream where the batch has its scratch sums.
+template <int M, typename Col>
+void lut_q8_sparse(const LutQ8Batch& b, const Col* col, int64_t row0, int64_t row1) {
+  if (b.sparse_sums != nullptr)
+    lut_q8_sparse_stream<M>(b, col, row0, row1);
+  else
+    lut_q8_sparse_rows<M>(b, col, row0, row1);
 }
 
 template <class Codes, int M>
@@ -134,16 +146,10 @@ void lut_q8_rows_m(const LutQ8Batch& b, int64_t row0, int64_t row1) {
   for (; n + R <= row1; n += R) lut_q8_row_block<Codes, M, R>(ctx, n);
   for (; n < row1; ++n) lut_q8_row_block<Codes, M, 1>(ctx, n);
   if (w.row_ptr == nullptr) return;
-  if (b.sparse_sums != nullptr) {
-    if (w.col_type == LutColType::I32)
-      lut_q8_sparse_stream<M>(b, static_cast<const int32_t*>(w.col), row0, row1);
-    else
-      lut_q8_sparse_stream<M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
-  } else if (w.col_type == LutColType::I32) {
-    lut_q8_sparse_rows<M>(b, static_cast<const int32_t*>(w.col), row0, row1);
-  } else {
-    lut_q8_sparse_rows<M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
-  }
+  if (w.col_type == LutColType::I32)
+    lut_q8_sparse<M>(b, static_cast<const int32_t*>(w.col), row0, row1);
+  else
+    lut_q8_sparse<M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
 }
 
 template <class Codes>
