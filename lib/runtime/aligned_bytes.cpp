@@ -7,11 +7,7 @@
 namespace fsq {
 
 AlignedBytes allocate_aligned(size_t size) {
-  constexpr size_t kAlignment = 64;
-  const size_t padded = (size + kAlignment - 1) / kAlignment * kAlignment;
-  AlignedBytes out(static_cast<std::byte*>(std::aligned_alloc(kAlignment, std::max(padded, kAlignment))));
-  if (!out) throw std::bad_alloc();
-  return out;
+  return AlignedBytes(static_cast<std::byte*>(allocate_weight_memory(std::max(size, kWeightAlignment))));
 }
 
 AlignedBytes copy_aligned(std::span<const std::byte> bytes) {

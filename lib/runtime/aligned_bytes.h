@@ -1,18 +1,19 @@
 // 64-byte aligned copies of packed weight bytes, as the CPU kernels read them (a cache line;
-// also what AVX-512 loads like best).
+// also what AVX-512 loads like best), in huge-page weight memory (weight_memory.h says why).
 #pragma once
 
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <span>
 
+#include "runtime/weight_memory.h"
+
 namespace fsq {
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
+struct WeightMemoryDeleter {
+  void operator()(void* p) const { release_weight_memory(p); }
 };
-using AlignedBytes = std::unique_ptr<std::byte[], FreeDeleter>;
+using AlignedBytes = std::unique_ptr<std::byte[], WeightMemoryDeleter>;
 
 // `size` uninitialized bytes, 64-byte aligned (at least one cache line, even when 0).
 AlignedBytes allocate_aligned(size_t size);

@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 
 #include "common/error.h"
+#include "runtime/weight_memory.h"
 
 namespace fsq {
 
@@ -24,14 +25,21 @@ c10::ScalarType to_scalar_type(DType t) {
   throw Error("dtype", "no LibTorch scalar type for " + std::string(dtype_name(t)));
 }
 
+at::Tensor copy_to_weight_memory(const at::Tensor& t, c10::ScalarType dtype) {
+  const auto bytes = static_cast<size_t>(t.numel()) * c10::elementSize(dtype);
+  at::Tensor out = at::from_blob(allocate_weight_memory(bytes), t.sizes(), release_weight_memory,
+                                 at::TensorOptions().dtype(dtype));
+  out.copy_(t);
+  return out;
+}
+
 at::Tensor tensor_from_view(const TensorView& v, c10::ScalarType dtype, c10::Device device) {
-  // from_blob does not copy; the explicit clone/to below does, so the result owns its memory
-  // and the mapped file may be closed afterwards.
+  // from_blob does not copy; the copies below do, so the result owns its memory and the
+  // mapped file may be closed afterwards.
   auto src = at::from_blob(const_cast<std::byte*>(v.data), v.shape,
                            at::TensorOptions().dtype(to_scalar_type(v.dtype)));
-  at::Tensor out = src.to(at::TensorOptions().dtype(dtype).device(device), /*non_blocking=*/false,
-                          /*copy=*/true);
-  return out;
+  if (device.is_cpu()) return copy_to_weight_memory(src, dtype);
+  return src.to(at::TensorOptions().dtype(dtype).device(device), /*non_blocking=*/false, /*copy=*/true);
 }
 
 std::string scalar_type_name(c10::ScalarType t) {

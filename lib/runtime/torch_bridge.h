@@ -13,8 +13,11 @@
 namespace fsq {
 
 c10::ScalarType to_scalar_type(DType t);
-// Copies the view into a new tensor of `dtype` on `device`.
+// Copies the view into a new tensor of `dtype` on `device`; on the CPU, in huge-page weight
+// memory (weight_memory.h).
 at::Tensor tensor_from_view(const TensorView& v, c10::ScalarType dtype, c10::Device device);
+// A contiguous copy of CPU tensor `t` (converted to `dtype`) in huge-page weight memory.
+at::Tensor copy_to_weight_memory(const at::Tensor& t, c10::ScalarType dtype);
 std::string scalar_type_name(c10::ScalarType t);  // "f32", "bf16", "f16"
 
 }  // namespace fsq

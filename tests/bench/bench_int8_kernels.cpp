@@ -38,6 +38,7 @@
 #include "runtime/cpu/f32_gemm.h"
 #include "runtime/cpu/int8_kernels.h"
 #include "runtime/cpu/uniform_q8_kernels.h"
+#include "runtime/aligned_bytes.h"
 #include "runtime/quant_linear.h"
 #include "runtime/threads.h"
 #include "bench_support.h"
@@ -56,7 +57,6 @@ const std::vector<Shape> kGemmShapes = {{"7b q/o_proj", 4096, 4096},
                                         {"smollm2 down_proj", 1536, 576}};
 const std::vector<Shape> kGemvShapes = {{"7b q/o_proj", 4096, 4096}, {"7b down_proj", 11008, 4096}};
 constexpr int64_t kPrefillRows = 512;
-constexpr int64_t kAlign = 64;
 
 std::string shape_name(const Shape& s) { return std::to_string(s.k) + "x" + std::to_string(s.n); }
 std::string gemm_key(const char* what, const Shape& s, int threads) {
@@ -84,7 +84,7 @@ class PreparedSet {
     scales_.assign(static_cast<size_t>(s.n), 0.01f);
     const cpu::Int8WeightsView w{q.data(), scales_.data(), s.n, s.k};
     do {
-      buffers_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(kAlign, (bytes_ + kAlign - 1) / kAlign * kAlign)));
+      buffers_.push_back(allocate_aligned(static_cast<size_t>(bytes_)));  // huge-page weight memory, as the model's
       cpu::Int8PreparedView v;
       if (cpu::int8_prepare_weights(w, buffers_.back().get(), &v) != cpu::KernelStatus::Ok) std::abort();
       views_.push_back(v);
@@ -94,12 +94,9 @@ class PreparedSet {
   const std::vector<cpu::Int8PreparedView>& views() const { return views_; }
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
   int64_t bytes_;
   std::vector<float> scales_;
-  std::vector<std::unique_ptr<std::byte, Free>> buffers_;
+  std::vector<AlignedBytes> buffers_;
   std::vector<cpu::Int8PreparedView> views_;
 };
 
@@ -181,9 +178,9 @@ class Fixtures {
  public:
   const PreparedSet& hot(const Shape& s) { return get(hot_, s, 0); }
   const PreparedSet& mem(const Shape& s) { return get(mem_, s, bench::mem_bytes()); }
-  const std::vector<uint64_t>& read_buffer(int64_t bytes) {
+  const bench::ReadBuffer& read_buffer(int64_t bytes) {
     auto& b = read_[bytes];
-    if (b.empty()) b.assign(static_cast<size_t>(bytes / 8), 0x0123456789abcdefULL);
+    if (b.words == 0) b = bench::make_read_buffer(bytes);
     return b;
   }
 
@@ -198,7 +195,7 @@ class Fixtures {
     return *it->second;
   }
   std::map<std::string, std::unique_ptr<PreparedSet>> hot_, mem_;
-  std::map<int64_t, std::vector<uint64_t>> read_;
+  std::map<int64_t, bench::ReadBuffer> read_;
 };
 
 void register_all(Fixtures& f, const std::vector<int>& thread_counts) {

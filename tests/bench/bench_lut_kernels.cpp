@@ -174,8 +174,8 @@ class Fixtures {
     }
     return copies_;
   }
-  const std::vector<uint64_t>& read_buffer() {
-    if (read_.empty()) read_.assign(static_cast<size_t>(mem_ / 8), 0x0123456789abcdefULL);
+  const bench::ReadBuffer& read_buffer() {
+    if (read_.words == 0) read_ = bench::make_read_buffer(mem_);
     return read_;
   }
   int64_t bytes(const Shape& s, int bits, bool sparse) const { return lookup(bytes_, key(s, bits, sparse, 0)); }
@@ -189,7 +189,7 @@ class Fixtures {
   int64_t mem_;
   std::string key_;
   std::vector<LutArrays> copies_;
-  std::vector<uint64_t> read_;
+  bench::ReadBuffer read_;
   std::map<std::string, int64_t> bytes_, nnz_;
 };
 

@@ -46,6 +46,7 @@
 #include "runtime/linear.h"
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
+#include "runtime/torch_bridge.h"
 #include "runtime/threads.h"
 #include "bench_support.h"
 #include "read_bandwidth.h"
@@ -112,7 +113,7 @@ std::vector<std::unique_ptr<DenseLinear>> make_random_dense(const Shape& s) {
   const at::Tensor w = at::randn({s.out, s.in});
   std::vector<std::unique_ptr<DenseLinear>> out;
   for (int64_t i = 0; i < copies_for(w.numel() * 4, kStreamBytes); ++i)
-    out.push_back(std::make_unique<DenseLinear>(w.clone(), std::nullopt));
+    out.push_back(std::make_unique<DenseLinear>(copy_to_weight_memory(w, at::kFloat), std::nullopt));
   return out;
 }
 
@@ -234,9 +235,9 @@ class Fixtures {
     }
     return mem_quant_;
   }
-  const std::vector<uint64_t>& read_buffer(int64_t bytes) {
+  const bench::ReadBuffer& read_buffer(int64_t bytes) {
     auto& b = read_[bytes];
-    if (b.empty()) b.assign(static_cast<size_t>(bytes / 8), 0x0123456789abcdefULL);
+    if (b.words == 0) b = bench::make_read_buffer(bytes);
     return b;
   }
   int64_t weight_bytes(const Shape& s, const std::string& type) {
@@ -250,7 +251,7 @@ class Fixtures {
   std::map<std::string, std::vector<std::unique_ptr<QuantLinear>>> quant_;  // by "<shape>/<type>"
   std::string mem_key_;
   std::vector<std::unique_ptr<QuantLinear>> mem_quant_;
-  std::map<int64_t, std::vector<uint64_t>> read_;
+  std::map<int64_t, bench::ReadBuffer> read_;
   std::map<std::string, int64_t> weight_bytes_;  // by "<shape>/<type>", of the sets built
 };
 

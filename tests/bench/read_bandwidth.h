@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/aligned_bytes.h"
 #include "runtime/cpu/uniform_kernels.h"
 #include "runtime/threads.h"
 
@@ -76,11 +77,26 @@ inline XorWordsFn xor_words_for(cpu::CpuIsa isa) {
   return xor_words_scalar;
 }
 
+// The read kernel's buffer, in the huge-page weight memory the GEMVs' weights live in
+// (runtime/weight_memory.h), so that the yardstick pays the same page walks as they do.
+struct ReadBuffer {
+  AlignedBytes bytes;
+  int64_t words = 0;
+  const uint64_t* data() const { return aligned_as<uint64_t>(bytes); }
+};
+
+inline ReadBuffer make_read_buffer(int64_t bytes) {
+  ReadBuffer b{allocate_aligned(static_cast<size_t>(bytes)), bytes / 8};
+  auto* words = reinterpret_cast<uint64_t*>(b.bytes.get());
+  for (int64_t i = 0; i < b.words; ++i) words[i] = 0x0123456789abcdefULL;
+  return b;
+}
+
 // Reads all of `buffer` each iteration, split over `threads` OpenMP threads; bytes/s counted.
-inline void run_read(benchmark::State& state, const std::vector<uint64_t>& buffer, int threads) {
+inline void run_read(benchmark::State& state, const ReadBuffer& buffer, int threads) {
   set_threads(threads);
   constexpr int64_t kBlock = 32;  // words, the unit each thread's share is a multiple of
-  const int64_t blocks = static_cast<int64_t>(buffer.size()) / kBlock;
+  const int64_t blocks = buffer.words / kBlock;
   const XorWordsFn xor_words = xor_words_for(cpu::best_cpu_isa());
   std::vector<uint64_t> sums(static_cast<size_t>(threads));
   for (auto _ : state) {

@@ -4,9 +4,9 @@
 // accumulators per row keep two FMA chains in flight at batch 1.
 //
 // Weights come from DRAM in a decode step (a model is far larger than L3), and one core's
-// hardware prefetcher does not run far enough ahead of a kernel this light: each step asks
-// for the lines kDensePrefetchBytes further on (8 KiB, measured; prefetch.h says which hint), as
-// the uniform kernels do (uniform_simd_loops.h).
+// hardware prefetcher does not run far enough ahead of this loop: each step asks for
+// the lines dense_prefetch_bytes further on (measured; prefetch.h says which hint), as the
+// uniform kernels do (uniform_simd_loops.h).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,12 @@
 namespace fsq::cpu {
 namespace {
 
-constexpr int64_t kDensePrefetchBytes = 8192;
+// With the weights in huge pages (runtime/weight_memory.h) batch 1 does best asking only 2 KiB
+// ahead, batches of 2+ (more arithmetic per byte) 8 KiB. Measured on a 2-core Zen 4 VM, 1
+// thread: this loop at batch 1 over 540 MB of SmolLM2's f32 shapes read 28.4 GB/s at 2 KiB,
+// 21.4 at 8 KiB; SmolLM2 f32 decode batch 1 ran 50-52 tok/s at 2 KiB, 44-45 with no prefetch;
+// batch 8 160-167 at 8 KiB, 104-113 with none.
+constexpr int64_t dense_prefetch_bytes(int m) { return m == 1 ? 2048 : 8192; }
 
 template <typename Simd, int M>
 void dense_rows_m(const DenseBatch& b, int64_t row0, int64_t row1) {
@@ -27,10 +32,10 @@ void dense_rows_m(const DenseBatch& b, int64_t row0, int64_t row1) {
   const DenseWeightsView& w = *b.w;
   const int64_t K = w.cols, pairs_end = K / (2 * L) * (2 * L);
   const float* end = w.weights + (w.rows - 1) * w.row_stride + K;
-  constexpr int64_t ahead = kDensePrefetchBytes / sizeof(float);
+  constexpr int64_t ahead = dense_prefetch_bytes(M) / sizeof(float);
   for (int64_t n = row0; n < row1; ++n) {
     const float* wr = w.weights + n * w.row_stride;
-    const bool prefetch = wr + K + ahead <= end;
+    const bool prefetch = ahead > 0 && wr + K + ahead <= end;
     Vec acc0[M], acc1[M];
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = Simd::zero();

@@ -18,6 +18,7 @@
 #include "runtime/model.h"
 #include "runtime/model_files.h"
 #include "runtime/torch_bridge.h"
+#include "runtime/weight_memory.h"
 
 namespace fsq {
 namespace {
@@ -188,6 +189,8 @@ EvalReport evaluate(const EvalConfig& cfg) {
 
   Loaded m = load_model(cfg.model_dir, ro);
   rep.model = m.info;
+  rep.weight_memory_bytes = weight_memory_mapped_bytes();
+  rep.huge_pages = transparent_huge_pages_mode();
   if (cfg.perplexity) run_perplexity(cfg, m, ro, rep);
   if (cfg.speed && m.model->integer_only())
     rep.speed_skipped = "the integer-only path evaluates whole windows without a KV cache, so decode speed is not "

@@ -85,6 +85,8 @@ nlohmann::json report_json(const EvalReport& r) {
   if (r.speed) j["speed"] = speed_json(*r.speed);
   if (!r.speed_skipped.empty()) j["speed"] = {{"skipped", r.speed_skipped}};
   j["peak_rss_bytes"] = r.peak_rss_bytes;
+  if (!r.huge_pages.empty())
+    j["weight_memory"] = {{"mapped_bytes", r.weight_memory_bytes}, {"transparent_huge_pages", r.huge_pages}};
   return j;
 }
 
@@ -150,6 +152,10 @@ std::string report_text(const EvalReport& r) {
                  static_cast<long long>(d.prompt), d.reps);
   }
   if (!r.speed_skipped.empty()) out += "speed      skipped: " + r.speed_skipped + "\n";
+  if (!r.huge_pages.empty())
+    out += fmt("weights    %.1f MiB in huge-page chunks (transparent huge pages: %s%s)\n",
+               double(r.weight_memory_bytes) / (1024.0 * 1024.0), r.huge_pages.c_str(),
+               r.huge_pages == "never" ? "; decode reads weights slower in 4 KiB pages" : "");
   out += fmt("peak RSS   %.1f MiB\n", double(r.peak_rss_bytes) / (1024.0 * 1024.0));
   return out;
 }

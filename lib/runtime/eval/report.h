@@ -88,6 +88,10 @@ struct EvalReport {
   std::optional<SpeedResult> speed;
   std::string speed_skipped;  // why speed was not measured although asked for ("" when it was)
   int64_t peak_rss_bytes = 0;
+  // Weight memory mapped after loading (runtime/weight_memory.h) and the kernel's transparent
+  // huge page mode, which decides whether it got 2 MiB pages ("never": decode runs slower).
+  int64_t weight_memory_bytes = 0;
+  std::string huge_pages;
 };
 
 nlohmann::json report_json(const EvalReport& r);

@@ -36,6 +36,8 @@ EvalReport sample() {
   s.decode.push_back({8, 16, 64, 3, 2.0});
   r.speed = s;
   r.peak_rss_bytes = 1 << 20;
+  r.weight_memory_bytes = 3 << 20;
+  r.huge_pages = "madvise";
   return r;
 }
 
@@ -52,6 +54,8 @@ TEST(Report, JsonHasProvenanceAndResults) {
   EXPECT_DOUBLE_EQ(j["speed"]["prefill"][0]["tokens_per_s"].get<double>(), 256.0);
   EXPECT_DOUBLE_EQ(j["speed"]["decode"][0]["tokens_per_s"].get<double>(), 256.0);
   EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["weight_memory"]["mapped_bytes"], 3 << 20);
+  EXPECT_EQ(j["weight_memory"]["transparent_huge_pages"], "madvise");
   EXPECT_EQ(j["fsq_version"], "0.1.0");
   EXPECT_EQ(j["model"]["decode_path"], "fast path");
   EXPECT_EQ(j["model"]["prefill_path"], "int8 activations in 211 of 211 linears");
@@ -75,6 +79,14 @@ TEST(Report, TextMentionsTheNumbers) {
   EXPECT_NE(t.find("decode"), std::string::npos);
   EXPECT_NE(t.find("decoding   fast path"), std::string::npos) << t;
   EXPECT_NE(t.find("prefill    int8 activations in 211 of 211 linears"), std::string::npos) << t;
+  EXPECT_NE(t.find("weights    3.0 MiB in huge-page chunks (transparent huge pages: madvise)"), std::string::npos) << t;
+}
+
+TEST(Report, TextWarnsWhenHugePagesAreOff) {
+  EvalReport r = sample();
+  r.huge_pages = "never";
+  const std::string t = report_text(r);
+  EXPECT_NE(t.find("huge pages: never; decode reads weights slower"), std::string::npos) << t;
 }
 
 }  // namespace

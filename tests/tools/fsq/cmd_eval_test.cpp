@@ -82,6 +82,10 @@ TEST(CliEval, SpeedOnlyReportsAllMeasurements) {
   for (const auto& s : j["speed"]["decode"]) EXPECT_GT(s["tokens_per_s"].get<double>(), 0.0);
   EXPECT_GT(j["peak_rss_bytes"].get<int64_t>(), 0);
   EXPECT_GT(j["model"]["load_seconds"].get<double>(), 0.0);
+  // The model's weights sit in huge-page weight memory (runtime/weight_memory.h).
+  EXPECT_GT(j["weight_memory"]["mapped_bytes"].get<int64_t>(), 0);
+  const std::string thp = j["weight_memory"]["transparent_huge_pages"].get<std::string>();
+  EXPECT_TRUE(thp == "always" || thp == "madvise" || thp == "never" || thp == "unavailable") << thp;
   std::filesystem::remove_all(dir);
 }
 
