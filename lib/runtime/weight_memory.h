@@ -21,7 +21,10 @@
 namespace fsq {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
-inline constexpr size_t kWeightChunkBytes = size_t{32} << 20;
+// Each chunk's last, partly filled huge page is resident in full: few large chunks waste
+// less than many small ones (SmolLM2 f32 peak RSS: 786 MiB with 32 MiB chunks, 773 with 128;
+// 749 in 4 KiB pages). Untouched chunk tails cost address space only.
+inline constexpr size_t kWeightChunkBytes = size_t{128} << 20;
 // Every allocation starts on a cache line (what AVX-512 loads like best).
 inline constexpr size_t kWeightAlignment = 64;
 
