@@ -57,10 +57,12 @@ class ChunkPool {
   void release(void* p) noexcept {
     if (p == nullptr) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = chunks_.upper_bound(reinterpret_cast<uintptr_t>(p));
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    auto it = chunks_.upper_bound(at);
     if (it == chunks_.begin()) return;  // not ours: nothing to do (cannot happen through the API)
     --it;
     Chunk& c = it->second;
+    if (at >= it->first + c.size) return;  // past the chunk below it: not ours either
     if (--c.live > 0) return;
     auto* base = reinterpret_cast<std::byte*>(it->first);
     if (base == current_) current_ = nullptr;

@@ -153,7 +153,7 @@ std::string report_text(const EvalReport& r) {
   }
   if (!r.speed_skipped.empty()) out += "speed      skipped: " + r.speed_skipped + "\n";
   if (!r.huge_pages.empty())
-    out += fmt("weights    %.1f MiB in huge-page chunks (transparent huge pages: %s%s)\n",
+    out += fmt("weights    in %.1f MiB of huge-page chunks (transparent huge pages: %s%s)\n",
                double(r.weight_memory_bytes) / (1024.0 * 1024.0), r.huge_pages.c_str(),
                r.huge_pages == "never" ? "; decode reads weights slower in 4 KiB pages" : "");
   out += fmt("peak RSS   %.1f MiB\n", double(r.peak_rss_bytes) / (1024.0 * 1024.0));

@@ -79,7 +79,7 @@ TEST(Report, TextMentionsTheNumbers) {
   EXPECT_NE(t.find("decode"), std::string::npos);
   EXPECT_NE(t.find("decoding   fast path"), std::string::npos) << t;
   EXPECT_NE(t.find("prefill    int8 activations in 211 of 211 linears"), std::string::npos) << t;
-  EXPECT_NE(t.find("weights    3.0 MiB in huge-page chunks (transparent huge pages: madvise)"), std::string::npos) << t;
+  EXPECT_NE(t.find("weights    in 3.0 MiB of huge-page chunks (transparent huge pages: madvise)"), std::string::npos) << t;
 }
 
 TEST(Report, TextWarnsWhenHugePagesAreOff) {
