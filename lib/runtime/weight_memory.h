@@ -21,10 +21,11 @@
 namespace fsq {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
-// Each chunk's last, partly filled huge page is resident in full: few large chunks waste
-// less than many small ones (SmolLM2 f32 peak RSS: 786 MiB with 32 MiB chunks, 773 with 128;
-// 749 in 4 KiB pages). Untouched chunk tails cost address space only.
-inline constexpr size_t kWeightChunkBytes = size_t{128} << 20;
+// Each chunk stays resident while any piece of it lives, and freed pieces are not reused:
+// 128 MiB chunks cut SmolLM2's f32 eval peak RSS (786 -> 773 MiB: fewer partly filled last
+// huge pages) but raised quantize's by 50-65 MiB (weights replaced while others pinned their
+// chunks) past its memory plan, so chunks stay at 32 MiB.
+inline constexpr size_t kWeightChunkBytes = size_t{32} << 20;
 // Every allocation starts on a cache line (what AVX-512 loads like best).
 inline constexpr size_t kWeightAlignment = 64;
 
