@@ -178,11 +178,7 @@ class Fixtures {
  public:
   const PreparedSet& hot(const Shape& s) { return get(hot_, s, 0); }
   const PreparedSet& mem(const Shape& s) { return get(mem_, s, bench::mem_bytes()); }
-  const bench::ReadBuffer& read_buffer(int64_t bytes) {
-    auto& b = read_[bytes];
-    if (b.words == 0) b = bench::make_read_buffer(bytes);
-    return b;
-  }
+  const bench::ReadBuffer& read_buffer(int64_t bytes) { return read_.get(bytes); }
 
  private:
   // total > 0 (the "mem" sets, hundreds of MiB each): only the latest set stays.
@@ -195,7 +191,7 @@ class Fixtures {
     return *it->second;
   }
   std::map<std::string, std::unique_ptr<PreparedSet>> hot_, mem_;
-  std::map<int64_t, bench::ReadBuffer> read_;
+  bench::ReadBufferCache read_;
 };
 
 void register_all(Fixtures& f, const std::vector<int>& thread_counts) {

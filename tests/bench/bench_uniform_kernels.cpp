@@ -235,11 +235,7 @@ class Fixtures {
     }
     return mem_quant_;
   }
-  const bench::ReadBuffer& read_buffer(int64_t bytes) {
-    auto& b = read_[bytes];
-    if (b.words == 0) b = bench::make_read_buffer(bytes);
-    return b;
-  }
+  const bench::ReadBuffer& read_buffer(int64_t bytes) { return read_.get(bytes); }
   int64_t weight_bytes(const Shape& s, const std::string& type) {
     const auto it = weight_bytes_.find(shape_name(s) + "/" + type);
     return it != weight_bytes_.end() ? it->second : quant(s, type).front()->weight_bytes();
@@ -251,7 +247,7 @@ class Fixtures {
   std::map<std::string, std::vector<std::unique_ptr<QuantLinear>>> quant_;  // by "<shape>/<type>"
   std::string mem_key_;
   std::vector<std::unique_ptr<QuantLinear>> mem_quant_;
-  std::map<int64_t, bench::ReadBuffer> read_;
+  bench::ReadBufferCache read_;
   std::map<std::string, int64_t> weight_bytes_;  // by "<shape>/<type>", of the sets built
 };
 

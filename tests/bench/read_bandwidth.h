@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "runtime/aligned_bytes.h"
@@ -91,6 +92,19 @@ inline ReadBuffer make_read_buffer(int64_t bytes) {
   for (int64_t i = 0; i < b.words; ++i) words[i] = 0x0123456789abcdefULL;
   return b;
 }
+
+// Read buffers by size, made on first use, so a filtered run builds only what it reads.
+class ReadBufferCache {
+ public:
+  const ReadBuffer& get(int64_t bytes) {
+    ReadBuffer& b = buffers_[bytes];
+    if (b.words == 0) b = make_read_buffer(bytes);
+    return b;
+  }
+
+ private:
+  std::map<int64_t, ReadBuffer> buffers_;
+};
 
 // Reads all of `buffer` each iteration, split over `threads` OpenMP threads; bytes/s counted.
 inline void run_read(benchmark::State& state, const ReadBuffer& buffer, int threads) {

@@ -35,7 +35,7 @@ void dense_rows_m(const DenseBatch& b, int64_t row0, int64_t row1) {
   constexpr int64_t ahead = dense_prefetch_bytes(M) / sizeof(float);
   for (int64_t n = row0; n < row1; ++n) {
     const float* wr = w.weights + n * w.row_stride;
-    const bool prefetch = ahead > 0 && wr + K + ahead <= end;
+    const bool prefetch = wr + K + ahead <= end;
     Vec acc0[M], acc1[M];
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = Simd::zero();
