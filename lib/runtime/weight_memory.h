@@ -8,7 +8,8 @@
 // Weights are many small tensors (SmolLM2's packed q_proj is 170 KB), so each one cannot get
 // its own 2 MiB-aligned mapping: they are carved one after another out of shared chunks
 // (kWeightChunkBytes, 2 MiB-aligned, madvise(MADV_HUGEPAGE)); a chunk is unmapped when the
-// last allocation in it is released. Meant for memory that lives as long as a model does:
+// last allocation in it is released, and its huge pages that no live allocation touches are
+// given back (MADV_DONTNEED) before that. Meant for memory that lives as long as a model does:
 // a short-lived allocation between long-lived ones would keep its chunk's space until those
 // go too. Where huge pages are off (/sys/kernel/mm/transparent_hugepage/enabled = never),
 // the chunks are ordinary pages and everything works as before.
@@ -21,10 +22,10 @@
 namespace fsq {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
-// Each chunk stays resident while any piece of it lives, and freed pieces are not reused:
-// 128 MiB chunks cut SmolLM2's f32 eval peak RSS (786 -> 773 MiB: fewer partly filled last
-// huge pages) but raised quantize's by 50-65 MiB (weights replaced while others pinned their
-// chunks) past its memory plan, so chunks stay at 32 MiB.
+// Freed pieces' space is not reused, but the huge pages a released piece leaves empty go back
+// to the kernel while the chunk lives (SmolLM2 quantize rtn/squeezellm peak RSS 1061 -> 1031
+// MiB). 128 MiB chunks would save 12 MiB of f32 eval RSS (fewer partly filled last pages);
+// before pages were given back they cost quantize 50-65 MiB, so chunks stay at 32 MiB.
 inline constexpr size_t kWeightChunkBytes = size_t{32} << 20;
 // Every allocation starts on a cache line (what AVX-512 loads like best).
 inline constexpr size_t kWeightAlignment = 64;

@@ -3,6 +3,8 @@
 // hold weight memory of their own.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -50,6 +52,35 @@ TEST(WeightMemory, SmallAllocationsShareOneChunkThatIsUnmappedWithTheLast) {
   EXPECT_GE(adjacent, 9);
   blocks.clear();
   EXPECT_EQ(weight_memory_mapped_bytes(), before);
+}
+
+// 4 KiB pages of [begin, end) that are resident (mincore).
+int64_t resident_pages(uintptr_t begin, uintptr_t end) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in_core((end - begin + page - 1) / page);
+  if (::mincore(reinterpret_cast<void*>(begin), end - begin, in_core.data()) != 0) return -1;
+  int64_t n = 0;
+  for (unsigned char c : in_core) n += c & 1;
+  return n;
+}
+
+TEST(WeightMemory, ReleasedPieceGivesBackItsWholeHugePagesWhileTheChunkLives) {
+  const size_t size = 3 * kHugePageBytes + 4096;
+  AlignedBytes replaced = allocate_aligned(size);
+  AlignedBytes kept = allocate_aligned(4096);  // after it in the same chunk: keeps the chunk mapped
+  std::memset(replaced.get(), 1, size);
+  std::memset(kept.get(), 2, 4096);
+  // The huge pages wholly inside the released piece; no other piece can touch them.
+  const uintptr_t begin = (address(replaced.get()) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  const uintptr_t end = (address(replaced.get()) + size) / kHugePageBytes * kHugePageBytes;
+  ASSERT_GE(end - begin, 2 * kHugePageBytes);
+  const int64_t pages = static_cast<int64_t>((end - begin) / static_cast<size_t>(::sysconf(_SC_PAGESIZE)));
+  ASSERT_EQ(resident_pages(begin, end), pages);
+  const int64_t mapped = weight_memory_mapped_bytes();
+  replaced.reset();
+  EXPECT_EQ(weight_memory_mapped_bytes(), mapped);  // the chunk is still there...
+  EXPECT_EQ(resident_pages(begin, end), 0);         // ...but not those pages
+  EXPECT_EQ(static_cast<uint8_t>(kept[4095]), 2);
 }
 
 TEST(WeightMemory, LargeAllocationGetsItsOwnHugePageAlignedChunk) {
