@@ -14,6 +14,10 @@ namespace {
 struct Codes4 {
   static constexpr int kBits = 4, kDots = 2;
   static constexpr int64_t kChunkCols = 128;
+  // The 16 entries in each 128-bit lane, as vpshufb reads them.
+  __attribute__((always_inline)) static __m512i table(const uint8_t* t) {
+    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+  }
   __attribute__((always_inline)) static void decode(const uint8_t* p, int64_t bytes, int64_t avail, __m512i table,
                                                     __m512i* u) {
     const __m512i low_nibbles = _mm512_set1_epi8(0x0F);

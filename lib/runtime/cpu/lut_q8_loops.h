@@ -1,6 +1,7 @@
 // The loop of the int8-activation LUT GEMV (lut_q8_kernels.h), written once over a
 // `Codes` policy that each ISA file defines: kChunkCols columns per chunk (its codes become
-// kChunkCols unsigned table bytes), kDots vpdpbusd of 64 bytes per chunk, and
+// kChunkCols unsigned table bytes), kDots vpdpbusd of 64 bytes per chunk, table(t): the
+// register decode looks codes up in, from a row's 16 table bytes t, and
 // decode(p, bytes, avail, table, out[kDots]): the chunk's table bytes from its packed codes
 // at p (bytes of them), reading at most avail bytes from p (what is left of the matrix).
 // Masked loads only where a plain one could pass the matrix's end: on Zen 5 a masked load
@@ -50,7 +51,7 @@ __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx
   __m512i table[R];
   __m512 acc[R][M];
   for (int r = 0; r < R; ++r) {
-    table[r] = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.t->tables + (n + r) * 16)));
+    table[r] = Codes::table(b.t->tables + (n + r) * 16);
     for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps();
   }
   const auto chunk = [&](int64_t c, int64_t bytes) __attribute__((always_inline)) {

@@ -52,8 +52,12 @@ __attribute__((always_inline)) inline __m128 q8_reduce4(const __m512 v[4]) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-// Output rows n .. n + R - 1 for all M rows of x.
-template <class Codes, int M, int R>
+// Output rows n .. n + R - 1 for all M rows of x. kScalesInRegisters: groups are narrower
+// than a chunk and a row has at most 16, so each row's scales are converted once into one
+// register and a chunk's lanes pick theirs with one permute; otherwise each chunk loads,
+// converts and permutes its own (per row and chunk: a third of a 4-bit chunk's work at
+// batch 1; SmolLM2's 576-column rows at g64 have 9 groups).
+template <class Codes, int M, int R, bool kScalesInRegisters>
 __attribute__((always_inline)) inline void q8_row_block(const Q8RowsContext& ctx, int64_t n) {
   constexpr int D = Codes::kDots;
   constexpr int64_t kChunkBytes = Codes::kChunkCols * Codes::kBits / 8;
@@ -70,6 +74,7 @@ __attribute__((always_inline)) inline void q8_row_block(const Q8RowsContext& ctx
   }
   // The accumulators start at minus the zero points' part.
   __m512 acc[R][M];
+  __m512 row_scales[R];  // kScalesInRegisters: row r's group scales, zero past its last group
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < M; ++i) acc[r][i] = _mm512_setzero_ps();
   for (int64_t g0 = 0; g0 < groups; g0 += kQ8Lanes) {
@@ -79,6 +84,7 @@ __attribute__((always_inline)) inline void q8_row_block(const Q8RowsContext& ctx
     for (int i = 0; i < M; ++i) sums[i] = _mm512_maskz_loadu_ps(valid, b.group_sums + i * b.group_sums_stride + g0);
     for (int r = 0; r < R; ++r) {
       const __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, scales + r * groups + g0));
+      if constexpr (kScalesInRegisters) row_scales[r] = s;
       const __m512 z = zeros ? _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(valid, zeros + r * groups + g0)))
                              : _mm512_set1_ps(static_cast<float>(1 << (Codes::kBits - 1)));
       const __m512 sz = _mm512_mul_ps(s, z);
@@ -91,15 +97,21 @@ __attribute__((always_inline)) inline void q8_row_block(const Q8RowsContext& ctx
   const auto chunk = [&](int64_t c, int64_t g, int64_t bytes, bool tail) __attribute__((always_inline)) {
     __m512i codes[R][D];
     __m512 s[R];
+    // kScalesInRegisters: the group of each lane.
+    const __m512i lane_groups = _mm512_add_epi32(ctx.lane_group, _mm512_set1_epi32(static_cast<int32_t>(g)));
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = rows + r * ctx.row_bytes + c * kChunkBytes;
       if (prefetch) prefetch_to_l2(p + ctx.ahead_bytes);
       Codes::decode(p, bytes, ctx.end - p, codes[r]);
-      const uint16_t* sr = scales + r * groups + g;
-      s[r] = ctx.lane_groups ? _mm512_permutexvar_ps(
-                                   ctx.lane_group, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
-                                                       tail ? ctx.tail_groups_mask : ctx.chunk_groups_mask, sr)))
-                             : _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(*sr)));
+      if constexpr (kScalesInRegisters) {
+        s[r] = _mm512_permutexvar_ps(lane_groups, row_scales[r]);
+      } else {
+        const uint16_t* sr = scales + r * groups + g;
+        s[r] = ctx.lane_groups ? _mm512_permutexvar_ps(
+                                     ctx.lane_group, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
+                                                         tail ? ctx.tail_groups_mask : ctx.chunk_groups_mask, sr)))
+                               : _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<int16_t>(*sr)));
+      }
     }
     for (int i = 0; i < M; ++i) {
       const int8_t* x = b.codes + i * b.codes_stride + c * D * kQ8ChunkBytes;
@@ -131,6 +143,13 @@ __attribute__((always_inline)) inline void q8_row_block(const Q8RowsContext& ctx
       for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r][i]);
     }
   }
+}
+
+template <class Codes, int M, int R, bool kScalesInRegisters>
+void q8_rows_blocks(const Q8RowsContext& ctx, int64_t row0, int64_t row1) {
+  int64_t n = row0;
+  for (; n + R <= row1; n += R) q8_row_block<Codes, M, R, kScalesInRegisters>(ctx, n);
+  for (; n < row1; ++n) q8_row_block<Codes, M, 1, kScalesInRegisters>(ctx, n);
 }
 
 template <class Codes, int M>
@@ -165,9 +184,15 @@ void q8_rows_m(const Q8Batch& b, int64_t row0, int64_t row1) {
     ctx.chunk_groups_mask = static_cast<__mmask16>((1u << ctx.groups_per_chunk) - 1);
     ctx.tail_groups_mask = static_cast<__mmask16>((1u << tail_groups) - 1);
   }
-  int64_t n = row0;
-  for (; n + R <= row1; n += R) q8_row_block<Codes, M, R>(ctx, n);
-  for (; n < row1; ++n) q8_row_block<Codes, M, 1>(ctx, n);
+  // Only for groups narrower than a chunk: with one group per chunk or fewer, the old way is
+  // a broadcast and a conversion, and the permute measured slower (8-bit g64 rows of 576
+  // columns: 19-25 -> 17-20 GB/s, 1 thread). The last chunk's last lane reads group
+  // chunks * groups_per_chunk - 1 (the tail's lanes past the matrix multiply zero codes).
+  const int64_t chunks = ctx.full_chunks + (ctx.tail_bytes != 0 ? 1 : 0);
+  if (ctx.lane_groups && chunks * ctx.groups_per_chunk <= kQ8Lanes)
+    q8_rows_blocks<Codes, M, R, true>(ctx, row0, row1);
+  else
+    q8_rows_blocks<Codes, M, R, false>(ctx, row0, row1);
 }
 
 template <class Codes>
