@@ -81,28 +81,35 @@ void attention_step(const DecoderLayer& L, const ModelConfig& c, KVCache& cache,
       std::memcpy(v_cache + slot, &buf.v[(b * kv_heads + h) * D], static_cast<size_t>(D) * sizeof(float));
     }
   }
-  // A task: `group` query heads of one KV head (all rep of them, so that the kernel reads its
-  // keys and values once, unless that leaves too few tasks to share among the threads).
+  // Each thread takes an equal share of the B * heads query heads, in order, and runs them
+  // in runs that share a KV head, so that the kernel reads those keys and values once per
+  // run: SmolLM2's 9 heads on 2 threads are runs of 3 + 2 and 1 + 3 heads (one task per
+  // query head read every KV head 3 times; one per KV head left one thread with 2 of 3).
   const bool parallel = B * heads * S * D >= kParallelAttentionWork;
-  const int64_t threads = parallel ? omp_get_max_threads() : 1;
-  const int64_t group = threads > 1 && B * kv_heads < 4 * threads ? 1 : rep;
-  const int64_t tasks = B * heads / group;
+  const int64_t threads = parallel ? std::min<int64_t>(omp_get_max_threads(), B * heads) : 1;
+  const int64_t total = B * heads;
   const cpu::CpuIsa isa = cpu::selected_cpu_isa();
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t first = t * group, b = first / heads, h = first % heads, kv = (b * kv_heads + h / rep) * cap * D;
-    cpu::DecodeAttentionArgs args;
-    args.q = &buf.q[first * D];
-    args.heads = group;
-    args.keys = k_cache + kv;
-    args.values = v_cache + kv;
-    args.keys_count = S;
-    args.head_dim = D;
-    args.scale = scale;
-    args.scores = &buf.scores[first * S];
-    args.out = &buf.attn[first * D];
-    cpu::decode_attention(args, isa);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t end = total * (t + 1) / threads;
+    for (int64_t first = total * t / threads; first < end;) {
+      const int64_t b = first / heads, h = first % heads;
+      const int64_t run = std::min(end - first, rep - h % rep);  // up to the next KV head
+      const int64_t kv = (b * kv_heads + h / rep) * cap * D;
+      cpu::DecodeAttentionArgs args;
+      args.q = &buf.q[first * D];
+      args.heads = run;
+      args.keys = k_cache + kv;
+      args.values = v_cache + kv;
+      args.keys_count = S;
+      args.head_dim = D;
+      args.scale = scale;
+      args.scores = &buf.scores[first * S];
+      args.out = &buf.attn[first * D];
+      cpu::decode_attention(args, isa);
+      first += run;
+    }
   }
   L.o->forward_rows(buf.attn.data(), B, buf.proj.data());
   for (int64_t i = 0; i < B * H; ++i) buf.h[i] += buf.proj[i];

@@ -2,7 +2,10 @@
 // tiny dense model loaded twice, prefilled on the ATen path, then decoded step by step with
 // the KV cache; every step's logits agree within kFastDecodeTolerance.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #include "formats/checkpoint.h"
 #include "runtime/model.h"
@@ -92,6 +95,41 @@ INSTANTIATE_TEST_SUITE_P(Models, FastDecodeTest,
                                            Case{"mqa", spec_with(4, 1, false)},
                                            Case{"qwen2_bias", spec_with(4, 2, true, "Qwen2ForCausalLM")}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Two threads share 27 query heads (batch 3 x 9 heads, 3 per KV head, as SmolLM2) as 13 +
+// 14, so the second share starts inside a KV head's run: the logits must be bit-identical to
+// one thread's, step after step. The prompt is long enough for the parallel attention
+// (batch x heads x keys x head_dim = 3 x 9 x 160 x 16 >= fast_decode.cpp's 1 << 15); the
+// ATen prefill runs on one thread both times.
+TEST(FastDecode, ThreadsSplittingKvHeadsGiveBitIdenticalLogits) {
+  testing::TinyModelSpec spec = spec_with(9, 3, false);
+  spec.hidden = 144;
+  spec.max_positions = 256;
+  auto dir = testing::make_temp_dir("fsq-fast-threads");
+  testing::write_tiny_model(dir, spec);
+  Loaded m = load_both(dir);
+  ASSERT_EQ(m.fast->fast_decode_unavailable(), "");
+  constexpr int64_t kBatch = 3, kLongPrompt = 160, kDecodeSteps = 8;
+  const int threads_before = at::get_num_threads();
+  const auto decode = [&](int threads) {
+    at::set_num_threads(1);
+    at::manual_seed(5);
+    const at::Tensor prompt = at::randint(0, spec.vocab, {kBatch, kLongPrompt}, at::kLong);
+    KVCache cache = m.fast->new_cache(kBatch, kLongPrompt + kDecodeSteps);
+    at::Tensor logits = m.fast->forward(prompt, &cache);
+    at::set_num_threads(threads);
+    std::vector<at::Tensor> steps;
+    for (int64_t t = 0; t < kDecodeSteps; ++t) {
+      logits = m.fast->forward(logits.select(1, -1).argmax(-1).unsqueeze(1), &cache);
+      steps.push_back(logits.clone());
+    }
+    return steps;
+  };
+  const std::vector<at::Tensor> one = decode(1), two = decode(2);
+  at::set_num_threads(threads_before);
+  for (size_t t = 0; t < one.size(); ++t) EXPECT_TRUE(at::equal(one[t], two[t])) << "decode step " << t;
+  std::filesystem::remove_all(dir);
+}
 
 TEST(FastDecode, NarrowWeightsOrComputeKeepTheAtenLayersAndSayWhy) {
   auto dir = testing::make_temp_dir("fsq-fast-narrow");
