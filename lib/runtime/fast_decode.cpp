@@ -64,9 +64,10 @@ void attention_step(const DecoderLayer& L, const ModelConfig& c, KVCache& cache,
   const int64_t H = c.hidden_size, D = c.head_dim, heads = c.num_heads, kv_heads = c.num_kv_heads;
   const int64_t pos = cache.length, S = pos + 1, cap = cache.capacity, rep = heads / kv_heads;
   for (int64_t b = 0; b < B; ++b) rms_norm_row(&buf.h[b * H], L.input_norm.data_ptr<float>(), H, c.rms_norm_eps, &buf.x[b * H]);
-  L.q->forward_rows(buf.x.data(), B, buf.q.data());
-  L.k->forward_rows(buf.x.data(), B, buf.k.data());
-  L.v->forward_rows(buf.x.data(), B, buf.v.data());
+  const Linear* const qkv[] = {L.q.get(), L.k.get(), L.v.get()};
+  float* const qkv_out[] = {buf.q.data(), buf.k.data(), buf.v.data()};
+  if (!forward_rows_together(qkv, buf.x.data(), B, qkv_out))
+    for (int j = 0; j < 3; ++j) qkv[j]->forward_rows(buf.x.data(), B, qkv_out[j]);
   const float* cos = rope.cos.data_ptr<float>() + pos * D;
   const float* sin = rope.sin.data_ptr<float>() + pos * D;
   float* k_cache = cache.k[index].data_ptr<float>();  // [B, kv_heads, cap, D]
@@ -119,8 +120,10 @@ void mlp_step(const DecoderLayer& L, const ModelConfig& c, int64_t B, Buffers& b
   const int64_t H = c.hidden_size;
   for (int64_t b = 0; b < B; ++b)
     rms_norm_row(&buf.h[b * H], L.post_attn_norm.data_ptr<float>(), H, c.rms_norm_eps, &buf.x[b * H]);
-  L.gate->forward_rows(buf.x.data(), B, buf.gate.data());
-  L.up->forward_rows(buf.x.data(), B, buf.up.data());
+  const Linear* const gate_up[] = {L.gate.get(), L.up.get()};
+  float* const gate_up_out[] = {buf.gate.data(), buf.up.data()};
+  if (!forward_rows_together(gate_up, buf.x.data(), B, gate_up_out))
+    for (int j = 0; j < 2; ++j) gate_up[j]->forward_rows(buf.x.data(), B, gate_up_out[j]);
   for (size_t i = 0; i < buf.gate.size(); ++i) {
     const float g = buf.gate[i];
     buf.gate[i] = g / (1.0f + std::exp(-g)) * buf.up[i];

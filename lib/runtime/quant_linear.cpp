@@ -103,6 +103,10 @@ void QuantLinear::forward_rows(const float* x, int64_t m, float* y) const {
   check_kernel_status(int8_decode_ ? cpu::uniform_gemv_q8(view, x, m, cols_, y, rows_, isa_)
                                    : cpu::uniform_gemv(view, x, m, cols_, y, rows_, isa_),
                       describe());
+  add_bias(m, y);
+}
+
+void QuantLinear::add_bias(int64_t m, float* y) const {
   add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
 }
 
@@ -117,6 +121,30 @@ std::string QuantLinear::describe() const {
 
 int64_t QuantLinear::weight_bytes() const {
   return packed_bytes_ + (bias_ ? bias_->numel() * static_cast<int64_t>(sizeof(float)) : 0);
+}
+
+bool forward_rows_together(std::span<const Linear* const> linears, const float* x, int64_t m,
+                           std::span<float* const> ys) {
+  constexpr size_t kMaxTogether = 4;
+  if (linears.empty() || linears.size() > kMaxTogether || ys.size() != linears.size() || m > cpu::kMaxGemvRows)
+    return false;
+  const QuantLinear* quant[kMaxTogether] = {};
+  for (size_t j = 0; j < linears.size(); ++j) {
+    quant[j] = dynamic_cast<const QuantLinear*>(linears[j]);
+    if (quant[j] == nullptr || !quant[j]->int8_decode() || quant[j]->cpu_isa() != quant[0]->cpu_isa()) return false;
+  }
+  cpu::UniformWeightsView views[kMaxTogether];
+  cpu::Q8GemvOutput outputs[kMaxTogether];
+  for (size_t j = 0; j < linears.size(); ++j) {
+    views[j] = quant[j]->weights_view();
+    outputs[j] = {&views[j], ys[j], views[j].rows};
+  }
+  const cpu::KernelStatus st =
+      cpu::uniform_gemv_q8_together(outputs, static_cast<int>(linears.size()), x, m, views[0].cols, quant[0]->cpu_isa());
+  if (st == cpu::KernelStatus::InvalidArgument) return false;  // layouts differ: one by one
+  check_kernel_status(st, quant[0]->describe());
+  for (size_t j = 0; j < linears.size(); ++j) quant[j]->add_bias(m, ys[j]);
+  return true;
 }
 
 std::unique_ptr<QuantLinear> make_quant_linear(const PackedLinear& packed) {

@@ -60,6 +60,8 @@ class QuantLinear final : public Linear {
   cpu::UniformWeightsView weights_view() const;
   // Writes weight row `row` dequantized to out[0, cols): a quantized embedding's lookup.
   void dequantize_row(int64_t row, float* out) const;
+  // Adds the bias (if any) to m rows of forward_rows' output y.
+  void add_bias(int64_t m, float* y) const;
 
  private:
   UniformQuant quant_;
@@ -72,6 +74,14 @@ class QuantLinear final : public Linear {
   bool want_int8_decode_ = false, int8_decode_ = false;
   bool want_int8_prefill_ = false, int8_prefill_ = false;
 };
+
+// Runs linears that read the same x (a layer's q/k/v, or gate/up) as
+// forward_rows(x, m, ys[j]) each, in one pass (cpu::uniform_gemv_q8_together: one int8
+// panel, one parallel region, the same outputs bit for bit) when all are QuantLinears on
+// the int8 decode path with one panel layout and m <= cpu::kMaxGemvRows. Returns false,
+// having run nothing, otherwise: the caller then runs them one by one.
+bool forward_rows_together(std::span<const Linear* const> linears, const float* x, int64_t m,
+                           std::span<float* const> ys);
 
 // A QuantLinear holding copies of an opened packed checkpoint's linear (the checkpoint may
 // be closed afterwards). Throws fsq::Error on a tensor whose dtype or size is unexpected.

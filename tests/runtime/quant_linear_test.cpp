@@ -116,6 +116,40 @@ TEST(QuantLinear, BatchDimensionsBiasAndHalfPrecisionInput) {
   }
 }
 
+// forward_rows_together (the decode step's q/k/v and gate/up) gives each linear's
+// forward_rows output bit for bit, biases included, where all are on the int8 decode path
+// with one layout; otherwise it runs nothing and says so.
+TEST(QuantLinear, RowsTogetherEqualRowsOneByOne) {
+  const UniformQuant q{4, 64, false};
+  const PackedWeights a(q, 129, 576, 1), b(q, 37, 576, 2), c(q, 48, 576, 3), narrow(q, 16, 128, 4);
+  std::vector<float> bias_values(37);
+  for (size_t i = 0; i < bias_values.size(); ++i) bias_values[i] = 0.25f * static_cast<float>(i) - 3.0f;
+  QuantLinear la = make_linear(a), lb = make_linear(b, to_tensor(bias_values, {37})), lc = make_linear(c),
+              ln = make_linear(narrow);
+  for (QuantLinear* l : {&la, &lb, &lc, &ln}) l->set_int8_decode(true);
+  if (!la.int8_decode()) GTEST_SKIP() << "no int8-activation GEMV for w4g64 on this CPU";
+  const int64_t m = 3;
+  const std::vector<float> x = test::activations(m, 576, 576, 5);
+  std::vector<float> want[3], got[3];
+  const Linear* const linears[] = {&la, &lb, &lc};
+  float* outs[3];
+  for (int j = 0; j < 3; ++j) {
+    const int64_t rows = linears[j]->out_features();
+    want[j].assign(static_cast<size_t>(m * rows), 0.0f);
+    got[j].assign(static_cast<size_t>(m * rows), -1.0f);
+    linears[j]->forward_rows(x.data(), m, want[j].data());
+    outs[j] = got[j].data();
+  }
+  ASSERT_TRUE(forward_rows_together(linears, x.data(), m, outs));
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(want[j], got[j]) << "linear " << j;
+
+  const Linear* const mixed[] = {&la, &ln};  // 576 and 128 columns: no shared panel
+  float* mixed_outs[] = {got[0].data(), got[1].data()};
+  EXPECT_FALSE(forward_rows_together(mixed, x.data(), m, mixed_outs));
+  lb.set_int8_decode(false);
+  EXPECT_FALSE(forward_rows_together(linears, x.data(), m, outs));
+}
+
 TEST(QuantLinear, RejectsBadShapes) {
   const PackedWeights w(find_uniform_quant("w8g32s"), 8, 64, 53);
   const QuantLinear linear = make_linear(w);

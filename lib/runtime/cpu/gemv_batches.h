@@ -41,15 +41,18 @@ void for_each_gemv_batch(const Weights& w, const float* x, int64_t m, int64_t x_
   }
 }
 
+// The row ranges of for_each_thread_rows start on multiples of this.
+inline constexpr int64_t kGemvRowAlign = 16;
+
 // Calls fn(row_begin, row_end) over [0, rows): one contiguous range per OpenMP thread (a
-// multiple of 16 rows) when parallel, else one call for all. Ranges, not small tasks: a SIMD
+// multiple of kGemvRowAlign rows) when parallel, else one call for all. Ranges, not small tasks: a SIMD
 // kernel sets up per call (masks, lane tables, prefetch distances), which at 16 rows a task
 // cost SmolLM2's 576-column W4 GEMV ~10 % of its time.
 template <typename Fn>
 void for_each_thread_rows(int64_t rows, bool parallel, const Fn& fn) {
-  constexpr int64_t kRowAlign = 16;
   const int64_t threads = parallel ? std::max(1, omp_get_max_threads()) : 1;
-  const int64_t per_task = std::max<int64_t>(kRowAlign, ((rows + threads - 1) / threads + kRowAlign - 1) / kRowAlign * kRowAlign);
+  const int64_t per_task =
+      std::max<int64_t>(kGemvRowAlign, ((rows + threads - 1) / threads + kGemvRowAlign - 1) / kGemvRowAlign * kGemvRowAlign);
   const int64_t tasks = (rows + per_task - 1) / per_task;
 #pragma omp parallel for schedule(static) if (tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) fn(t * per_task, std::min(rows, (t + 1) * per_task));

@@ -180,4 +180,55 @@ KernelStatus uniform_gemv_q8(const UniformWeightsView& w, const float* x, int64_
   return KernelStatus::Ok;
 }
 
+KernelStatus uniform_gemv_q8_together(const Q8GemvOutput* outputs, int count, const float* x, int64_t m,
+                                      int64_t x_stride, CpuIsa isa) {
+  if (outputs == nullptr || count <= 0) return KernelStatus::InvalidArgument;
+  const UniformWeightsView& first = *outputs[0].w;
+  const auto round_up_rows = [](int64_t rows) { return (rows + kGemvRowAlign - 1) / kGemvRowAlign * kGemvRowAlign; };
+  int64_t total_rows = 0, stacked_rows = 0;
+  for (int j = 0; j < count; ++j) {
+    const Q8GemvOutput& o = outputs[j];
+    if (o.w == nullptr || check_matmul_call(*o.w, x, m, x_stride, o.y, o.y_stride) != KernelStatus::Ok ||
+        !q8_layout_supported(*o.w) || o.w->cols != first.cols || o.w->bits != first.bits ||
+        o.w->group_cols != first.group_cols)
+      return KernelStatus::InvalidArgument;
+    if (q8_rows_for(*o.w, isa) == nullptr) return KernelStatus::IsaUnavailable;
+    total_rows += o.w->rows;
+    stacked_rows += round_up_rows(o.w->rows);
+  }
+  Q8Panel panel(first, std::min(m, kMaxGemvRows));
+  std::vector<Q8Batch> batches(static_cast<size_t>(count));
+  for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
+    const int64_t rows_of_x = std::min(kMaxGemvRows, m - i0);
+    panel.fill(x + i0 * x_stride, rows_of_x, x_stride);
+    for (int j = 0; j < count; ++j) {
+      Q8Batch& batch = batches[static_cast<size_t>(j)];
+      batch.w = outputs[j].w;
+      batch.m = rows_of_x;
+      batch.codes = panel.codes.data();
+      batch.codes_stride = panel.codes_stride;
+      batch.lane_scales = panel.lane_scales.data();
+      batch.lane_scales_stride = panel.lane_scales_stride;
+      batch.group_sums = panel.group_sums.data();
+      batch.group_sums_stride = panel.group_sums_stride;
+      batch.y = outputs[j].y + i0 * outputs[j].y_stride;
+      batch.y_stride = outputs[j].y_stride;
+    }
+    // Rows [row0, row1) of the matrices stacked in order, each part to its own matrix. Each
+    // matrix starts on a multiple of kGemvRowAlign (padding rows map to none), so its row
+    // blocks fall as in uniform_gemv_q8: the same sums in the same order.
+    for_each_thread_rows(stacked_rows, total_rows * first.cols * rows_of_x >= kParallelMinWeights,
+                         [&](int64_t row0, int64_t row1) {
+                           int64_t base = 0;
+                           for (int j = 0; j < count && base < row1; ++j) {
+                             const Q8Batch& batch = batches[static_cast<size_t>(j)];
+                             const int64_t begin = std::max(row0, base), end = std::min(row1, base + batch.w->rows);
+                             if (begin < end) q8_rows_for(*batch.w, isa)(batch, begin - base, end - base);
+                             base += round_up_rows(batch.w->rows);
+                           }
+                         });
+  }
+  return KernelStatus::Ok;
+}
+
 }  // namespace fsq::cpu

@@ -46,6 +46,21 @@ KernelStatus uniform_gemv_q8_reference(const UniformWeightsView& w, const float*
 KernelStatus uniform_gemv_q8(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                              int64_t y_stride, CpuIsa isa);
 
+// Several matrices on the same x in one pass (a decoder layer's q/k/v, or gate/up): one
+// int8 panel and one parallel region over all their output rows, each row's sum exactly as
+// uniform_gemv_q8 computes it (bit-identical outputs). The matrices must share cols, bits
+// and group_cols (the panel's layout); InvalidArgument otherwise or when any call would be,
+// IsaUnavailable as uniform_gemv_q8. Why: on 2 threads the decode step's ~8 OpenMP regions
+// per layer, and the serial panel fills between them, kept a worker waiting ~19 % of the
+// time (perf, SmolLM2 W4).
+struct Q8GemvOutput {
+  const UniformWeightsView* w = nullptr;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+KernelStatus uniform_gemv_q8_together(const Q8GemvOutput* outputs, int count, const float* x, int64_t m,
+                                      int64_t x_stride, CpuIsa isa);
+
 // The prefill GEMM on int8 activations: the same spec as uniform_gemv_q8_reference, for
 // any number of rows of x. Each tile of 32 weight rows is unpacked once into int8 codes and
 // multiplied by every row of x (AVX-512 VNNI, x broadcast, 4 columns x 16 weight rows per

@@ -3,6 +3,7 @@
 // dequantized activations, and every SIMD kernel against the spec on every 3-, 4- and 8-bit
 // type and test width, with guard sentinels around the output.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -200,6 +201,67 @@ TEST(UniformQ8, SimdKernelsMatchTheSpecOnEverySupportedType) {
     }
   }
   if (runs == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI: no int8-activation kernel to test";
+}
+
+// Matrices run together (a layer's q/k/v) give each matrix's outputs bit for bit as its own
+// call does, on 1 and 2 threads: row counts that are not multiples of the kernel's blocks
+// of 4 rows or of the threads' 16 put each matrix's rows at odd places of the stacked range.
+TEST(UniformQ8, GemvTogetherEqualsSeparateCallsBitForBit) {
+  int runs = 0;
+  const int threads_before = omp_get_max_threads();
+  for (const UniformQuantType& t : uniform_quant_types()) {
+    if (t.quant.bits != 3 && t.quant.bits != 4 && t.quant.bits != 8) continue;
+    for (const test::KGroup& kg : test::test_k_groups()) {
+      if (kg.group_size != t.quant.group_size || (kg.cols != 576 && kg.cols != 96)) continue;
+      const int64_t cols = kg.cols, x_stride = cols + test::kXPadding, max_m = cpu::kMaxGemvRows;
+      const PackedWeights a(t.quant, 37, cols, 3), b(t.quant, 6, cols, 5), c(t.quant, 129, cols, 7);
+      const cpu::UniformWeightsView views[] = {a.view(), b.view(), c.view()};
+      const std::vector<float> x = test::activations(max_m, cols, x_stride, 11);
+      for (CpuIsa isa : test::supported_isas()) {
+        if (!cpu::uniform_q8_supported(views[0], isa)) continue;
+        for (int threads : {1, 2}) {
+          omp_set_num_threads(threads);
+          for (int64_t m : {int64_t{1}, int64_t{3}, max_m}) {
+            SCOPED_TRACE(test::quant_label(t.quant, 37, cols) + " " + cpu::cpu_isa_name(isa) + " m=" +
+                         std::to_string(m) + " threads=" + std::to_string(threads));
+            std::vector<GuardedOutput> separate, together;
+            cpu::Q8GemvOutput outputs[3];
+            for (int j = 0; j < 3; ++j) {
+              const int64_t rows = views[j].rows;
+              separate.emplace_back(m, rows, rows + test::kYPadding);
+              together.emplace_back(m, rows, rows + test::kYPadding);
+            }
+            for (int j = 0; j < 3; ++j) {
+              ASSERT_EQ(cpu::uniform_gemv_q8(views[j], x.data(), m, x_stride, separate[j].data(), separate[j].stride(), isa),
+                        KernelStatus::Ok);
+              outputs[j] = {&views[j], together[j].data(), together[j].stride()};
+            }
+            ASSERT_EQ(cpu::uniform_gemv_q8_together(outputs, 3, x.data(), m, x_stride, isa), KernelStatus::Ok);
+            for (int j = 0; j < 3; ++j) {
+              const std::vector<float> want = separate[j].dense(), got = together[j].dense();
+              ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0) << "matrix " << j;
+              ASSERT_TRUE(together[j].guards_intact()) << "matrix " << j;
+            }
+            ++runs;
+          }
+        }
+      }
+    }
+  }
+  omp_set_num_threads(threads_before);
+  if (runs == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI: no int8-activation kernel to test";
+}
+
+TEST(UniformQ8, GemvTogetherRejectsMatricesOfDifferentLayouts) {
+  const UniformQuant q = uniform_quant_types().front().quant;
+  const PackedWeights a(q, 16, 96, 1), b(q, 16, 576, 2);
+  const cpu::UniformWeightsView views[] = {a.view(), b.view()};
+  std::vector<float> x = test::activations(1, 576, 576 + test::kXPadding, 3), y0(16), y1(16);
+  const cpu::Q8GemvOutput outputs[] = {{&views[0], y0.data(), 16}, {&views[1], y1.data(), 16}};
+  EXPECT_EQ(cpu::uniform_gemv_q8_together(outputs, 2, x.data(), 1, 576 + test::kXPadding, cpu::selected_cpu_isa()),
+            KernelStatus::InvalidArgument);
+  EXPECT_EQ(cpu::uniform_gemv_q8_together(outputs, 0, x.data(), 1, 576, cpu::selected_cpu_isa()),
+            KernelStatus::InvalidArgument);
 }
 
 // The prefill GEMM computes the same spec for any number of rows of x: rows of x around
