@@ -45,9 +45,9 @@ void for_each_gemv_batch(const Weights& w, const float* x, int64_t m, int64_t x_
 inline constexpr int64_t kGemvRowAlign = 16;
 
 // Calls fn(row_begin, row_end) over [0, rows): one contiguous range per OpenMP thread (a
-// multiple of kGemvRowAlign rows) when parallel, else one call for all. Ranges, not small tasks: a SIMD
-// kernel sets up per call (masks, lane tables, prefetch distances), which at 16 rows a task
-// cost SmolLM2's 576-column W4 GEMV ~10 % of its time.
+// multiple of kGemvRowAlign rows) when parallel, else one call for all. Ranges, not small
+// tasks: a SIMD kernel sets up per call (masks, lane tables, prefetch distances), which at
+// 16 rows a task cost SmolLM2's 576-column W4 GEMV ~10 % of its time.
 template <typename Fn>
 void for_each_thread_rows(int64_t rows, bool parallel, const Fn& fn) {
   const int64_t threads = parallel ? std::max(1, omp_get_max_threads()) : 1;
