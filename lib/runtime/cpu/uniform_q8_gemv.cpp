@@ -156,28 +156,8 @@ KernelStatus uniform_gemv_q8_reference(const UniformWeightsView& w, const float*
 
 KernelStatus uniform_gemv_q8(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                              int64_t y_stride, CpuIsa isa) {
-  if (check_matmul_call(w, x, m, x_stride, y, y_stride) != KernelStatus::Ok || !q8_layout_supported(w))
-    return KernelStatus::InvalidArgument;
-  const Q8RowsFn rows_fn = q8_rows_for(w, isa);
-  if (rows_fn == nullptr) return KernelStatus::IsaUnavailable;
-  Q8Panel panel(w, std::min(m, kMaxGemvRows));
-  for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
-    Q8Batch batch;
-    batch.w = &w;
-    batch.m = std::min(kMaxGemvRows, m - i0);
-    panel.fill(x + i0 * x_stride, batch.m, x_stride);
-    batch.codes = panel.codes.data();
-    batch.codes_stride = panel.codes_stride;
-    batch.lane_scales = panel.lane_scales.data();
-    batch.lane_scales_stride = panel.lane_scales_stride;
-    batch.group_sums = panel.group_sums.data();
-    batch.group_sums_stride = panel.group_sums_stride;
-    batch.y = y + i0 * y_stride;
-    batch.y_stride = y_stride;
-    for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kParallelMinWeights,
-                         [&](int64_t row0, int64_t row1) { rows_fn(batch, row0, row1); });
-  }
-  return KernelStatus::Ok;
+  const Q8GemvOutput output{&w, y, y_stride};
+  return uniform_gemv_q8_together(&output, 1, x, m, x_stride, isa);
 }
 
 KernelStatus uniform_gemv_q8_together(const Q8GemvOutput* outputs, int count, const float* x, int64_t m,
