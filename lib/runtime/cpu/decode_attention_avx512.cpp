@@ -1,5 +1,6 @@
 // AVX-512 decode attention (compiled with the AVX-512 flags; see decode_attention_simd.h).
 #include "runtime/cpu/decode_attention_simd.h"
+#include "runtime/cpu/reduce4_avx512.h"
 #include "runtime/cpu/simd_avx512.h"
 
 namespace fsq::cpu {
@@ -14,15 +15,7 @@ struct Avx512Attention : avx512::VecOps {
   static Vec max(Vec a, Vec b) { return _mm512_max_ps(a, b); }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
   // The lane sums of v[0..3] into out[0..3]: one transposing reduction.
-  static void reduce_add_block(const Vec v[4], float out[4]) {
-    const Vec s01 = _mm512_add_ps(_mm512_unpacklo_ps(v[0], v[1]), _mm512_unpackhi_ps(v[0], v[1]));
-    const Vec s23 = _mm512_add_ps(_mm512_unpacklo_ps(v[2], v[3]), _mm512_unpackhi_ps(v[2], v[3]));
-    const Vec s = _mm512_add_ps(
-        _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))),
-        _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))));
-    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-  }
+  static void reduce_add_block(const Vec v[4], float out[4]) { _mm_storeu_ps(out, reduce_add4_avx512(v)); }
   // exp(x) for x <= 0 (NaN stays NaN): x = n ln 2 + r, exp(r) by polynomial, times 2^n by
   // vscalefps (exact, denormal and zero results included). Below -104 exp is 0 in float;
   // the clamp keeps n finite.

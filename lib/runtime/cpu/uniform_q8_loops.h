@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/prefetch.h"
+#include "runtime/cpu/reduce4_avx512.h"
 #include "runtime/cpu/uniform_q8_isa.h"
 
 namespace fsq::cpu {
@@ -40,17 +41,6 @@ struct Q8RowsContext {
   __mmask16 chunk_groups_mask = 0, tail_groups_mask = 0;  // the groups a full / the tail chunk has
   __m512i lane_group;
 };
-
-// The sums of the 16 lanes of each of v[0..3], in lanes 0..3.
-__attribute__((always_inline)) inline __m128 q8_reduce4(const __m512 v[4]) {
-  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(v[0], v[1]), _mm512_unpackhi_ps(v[0], v[1]));
-  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(v[2], v[3]), _mm512_unpackhi_ps(v[2], v[3]));
-  const __m512 s = _mm512_add_ps(
-      _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))),
-      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s01), _mm512_castps_pd(s23))));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
 
 // Output rows n .. n + R - 1 for all M rows of x. kScalesInRegisters: groups are narrower
 // than a chunk and a row has at most 16, so each row's scales are converted once into one
@@ -138,7 +128,7 @@ __attribute__((always_inline)) inline void q8_row_block(const Q8RowsContext& ctx
     float* y = b.y + i * b.y_stride + n;
     if constexpr (R == 4) {
       const __m512 v[4] = {acc[0][i], acc[1][i], acc[2][i], acc[3][i]};
-      _mm_storeu_ps(y, q8_reduce4(v));
+      _mm_storeu_ps(y, reduce_add4_avx512(v));
     } else {
       for (int r = 0; r < R; ++r) y[r] = _mm512_reduce_add_ps(acc[r][i]);
     }
