@@ -1,6 +1,7 @@
 // Built instead of the .cu sources when the CUDA backend is off: every entry point reports
 // that there is no device, so callers and tests take their CPU paths.
 #include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/decode_ops.h"
 #include "runtime/cuda/quant_gemv.h"
 
 namespace fsq::cuda {
@@ -33,5 +34,24 @@ std::string lut_gemv(const cpu::LutWeightsView&, const void*, int64_t, int64_t, 
   return kNotCompiled;
 }
 std::string synchronize() { return kNotCompiled; }
+
+std::string embed_uniform_rows(const cpu::UniformWeightsView&, const int32_t*, int64_t, float*, void*) {
+  return kNotCompiled;
+}
+std::string rms_norm_to_act(const float*, const float*, int64_t, int64_t, float, void*, ActType, void*) {
+  return kNotCompiled;
+}
+std::string add_act(float*, const void*, int64_t, ActType, void*) { return kNotCompiled; }
+std::string silu_mul_act(const void*, const void*, int64_t, int64_t, int64_t, void*, ActType, void*) {
+  return kNotCompiled;
+}
+std::string rope_append(const AttentionShape&, const void*, const void*, const void*, int64_t, ActType, const float*,
+                        const float*, const int32_t*, float*, float*, float*, void*) {
+  return kNotCompiled;
+}
+std::string decode_attention(const AttentionShape&, const float*, const float*, const float*, const int32_t*, float,
+                             void*, ActType, void*) {
+  return kNotCompiled;
+}
 
 }  // namespace fsq::cuda
