@@ -134,6 +134,11 @@ class LlamaModel {
   at::Tensor embed(const at::Tensor& ids) const;         // [B, T, hidden] in compute dtype
   at::Tensor head(const at::Tensor& hidden) const;       // final norm + lm_head -> fp32 logits
   const std::vector<DecoderLayer>& layers() const { return layers_; }
+  // The head's parts, for backends that run the model outside these layers
+  // (runtime/cuda_decode_spec.h): the packed embedding (null when dense), norm and head.
+  const QuantLinear* packed_embedding() const { return packed_embed_.get(); }
+  const at::Tensor& final_norm() const { return final_norm_; }
+  const Linear& lm_head() const { return *lm_head_; }
   // Rotary tables covering positions [0, end), built on first use; throws fsq::Error when
   // end exceeds max_position_embeddings.
   RopeTables rope(int64_t end) const { return rope_->tables(end); }

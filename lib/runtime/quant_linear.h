@@ -62,6 +62,7 @@ class QuantLinear final : public Linear {
   void dequantize_row(int64_t row, float* out) const;
   // Adds the bias (if any) to m rows of forward_rows' output y.
   void add_bias(int64_t m, float* y) const;
+  bool has_bias() const { return bias_.has_value(); }
 
  private:
   UniformQuant quant_;

@@ -1,6 +1,7 @@
 // Built instead of the .cu sources when the CUDA backend is off: every entry point reports
 // that there is no device, so callers and tests take their CPU paths.
 #include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/decode_model.h"
 #include "runtime/cuda/decode_ops.h"
 #include "runtime/cuda/quant_gemv.h"
 
@@ -51,6 +52,10 @@ std::string rope_append(const AttentionShape&, const void*, const void*, const v
 }
 std::string decode_attention(const AttentionShape&, const float*, const float*, const float*, const int32_t*, float,
                              void*, ActType, void*) {
+  return kNotCompiled;
+}
+
+std::string make_device_decoder(const DecodeModelSpec&, int64_t, int64_t, ActType, bool, std::unique_ptr<Decoder>*) {
   return kNotCompiled;
 }
 

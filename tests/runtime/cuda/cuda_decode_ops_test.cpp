@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "common/half.h"
+#include "random_packed.h"
 #include "runtime/cpu/uniform_kernels.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/decode_ops.h"
@@ -20,6 +20,7 @@ namespace {
 
 using cuda::ActType;
 using cuda::AttentionShape;
+using test::RandomUniform;
 
 constexpr double kF32Epsilon = 0x1p-24;  // unit roundoff of f32
 constexpr uint16_t kActSentinel = 0x7bcd;
@@ -59,30 +60,6 @@ void rope_tables(int64_t positions, int64_t d, std::vector<float>& cos, std::vec
       sin[p * d + i] = static_cast<float>(std::sin(angle));
     }
 }
-
-// A random packed uniform matrix (any bit pattern is a valid code) and the vectors behind
-// its view.
-struct RandomUniform {
-  std::vector<uint32_t> words;
-  std::vector<uint16_t> scales;
-  std::vector<uint8_t> zeros;
-  cpu::UniformWeightsView view;
-  RandomUniform(int64_t rows, int64_t cols, int bits, int64_t group_cols, bool asymmetric, uint32_t seed) {
-    std::mt19937 rng(seed);
-    view.rows = rows, view.cols = cols, view.bits = bits, view.group_cols = group_cols;
-    view.words_per_row = (cols * bits + 31) / 32;
-    words.resize(rows * view.words_per_row);
-    for (uint32_t& w : words) w = rng();
-    std::uniform_real_distribution<float> scale(0.001f, 0.05f);
-    for (int64_t i = 0; i < rows * (cols / group_cols); ++i) {
-      scales.push_back(f32_to_f16(scale(rng)));
-      if (asymmetric) zeros.push_back(static_cast<uint8_t>(rng() % (1u << bits)));
-    }
-    view.words = words.data();
-    view.scales = scales.data();
-    view.zeros = asymmetric ? zeros.data() : nullptr;
-  }
-};
 
 // ---------------------------------------------------------------------------------------------
 // References on known answers.

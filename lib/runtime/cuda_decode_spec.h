@@ -1,0 +1,26 @@
+// A loaded model as the CUDA decoders' spec (runtime/cuda/decode_model.h): the packed views
+// of its linears, embedding and head, its norms and rotary tables, all pointing into the
+// model (which must outlive the spec) or into this struct.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/decode_model.h"
+
+namespace fsq {
+
+class LlamaModel;
+
+struct CudaDecodeSpec {
+  cuda::DecodeModelSpec spec;
+  std::vector<float> rope_cos, rope_sin;  // [positions, head_dim], what spec.rope_* point at
+};
+
+// Fills *out for `positions` cached positions, or says why this model cannot run on the CUDA
+// decoders: every decoder linear, the embedding and the head must be packed uniform matrices
+// without biases (an `fsq quantize` checkpoint of a LLaMA-family model, --head-bits 4 or 8),
+// in f32 compute.
+std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, CudaDecodeSpec* out);
+
+}  // namespace fsq
