@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_bench_support.cuh"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/lut_gemv_kernel.cuh"
 #include "runtime/cuda/quant_gemv.h"
@@ -32,15 +33,6 @@ namespace {
 
 using fsq::cuda::ActType;
 
-#define CHECK_CUDA(call)                                                                          \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "bench_cuda_kernels: %s: %s\n", #call, cudaGetErrorString(e_));         \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
-
 void check(const std::string& status, const char* what) {
   if (!status.empty()) {
     std::fprintf(stderr, "bench_cuda_kernels: %s: %s\n", what, status.c_str());
@@ -48,56 +40,9 @@ void check(const std::string& status, const char* what) {
   }
 }
 
-// Reads every 16-byte word once; the xor keeps the loads alive.
-__global__ void read_kernel(const uint4* __restrict__ p, size_t n, unsigned* sink) {
-  uint32_t acc = 0;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const uint4 v = __ldg(p + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9e3779b9u) *sink = acc;
-}
-
-int read_grid() {
-  int sms = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  return sms * 8;
-}
-
-// Mean microseconds per call of `launch(i, stream)` over `reps` calls: the calls are captured
-// in one CUDA graph and replayed, so host launch overhead does not count (a decode step
-// replays its graph the same way).
-template <class Launch>
-double time_us(int reps, Launch launch) {
-  cudaStream_t stream;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (int i = 0; i < 10; ++i) launch(i, stream);
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  cudaGraph_t graph;
-  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < reps; ++i) launch(i, stream);
-  CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  CHECK_CUDA(cudaGraphLaunch(exec, stream));  // warm-up replay
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  CHECK_CUDA(cudaEventRecord(start, stream));
-  CHECK_CUDA(cudaGraphLaunch(exec, stream));
-  CHECK_CUDA(cudaEventRecord(stop, stream));
-  CHECK_CUDA(cudaEventSynchronize(stop));
-  float ms = 0.f;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  CHECK_CUDA(cudaGetLastError());
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  return 1000.0 * ms / reps;
-}
+using fsq::bench::read_grid;
+using fsq::bench::read_kernel;
+using fsq::bench::time_us;
 
 template <class T>
 T* upload(const std::vector<T>& host) {
@@ -326,17 +271,9 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
 
   // The yardstick: read-only kernel over 1 GiB.
-  const size_t big = size_t{1} << 30;
-  void* big_buf = nullptr;
-  CHECK_CUDA(cudaMalloc(&big_buf, big));
-  CHECK_CUDA(cudaMemset(big_buf, 1, big));
-  const int grid = read_grid();
-  const double big_us = time_us(20, [&](int, cudaStream_t stream) {
-    read_kernel<<<grid, 256, 0, stream>>>(static_cast<const uint4*>(big_buf), big / 16, sink);
-  });
-  const double peak_gbs = big / big_us / 1e3;
+  const double peak_gbs = fsq::bench::read_gbs_1gib(sink);
   std::printf("read kernel, 1 GiB: %.1f GB/s\n\n", peak_gbs);
-  CHECK_CUDA(cudaFree(big_buf));
+  const int grid = read_grid();
 
   std::mt19937 rng(1234);
   if (run_sweep) sweep(reps, sink, rng);

@@ -1,0 +1,186 @@
+// End-to-end decode speed of the CUDA decoder (runtime/cuda/decode_model.h) at LLaMA-2-7B's
+// shape with random packed weights: speed does not depend on the values, and no 7B checkpoint
+// is available offline. Per batch size: tokens/s over a greedy-free run of steps from position
+// 0 (each step: ids in, one CUDA-graph replay, logits out), and the ratio to the
+// bandwidth-limited ideal, the bytes a step reads (every packed matrix but the embedding, the
+// embedding rows it looks up, the KV cache up to the step's position) over the read kernel's
+// GB/s measured in the same run.
+//
+//   bench_cuda_decode [--layers 32] [--bits 4|3|8] [--steps 128] [--batches 1,4,16]
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/half.h"
+#include "cuda_bench_support.cuh"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/decode_model.h"
+
+namespace {
+
+using fsq::cuda::ActType;
+
+// LLaMA-2-7B.
+constexpr int64_t kHidden = 4096, kInter = 11008, kHeads = 32, kKvHeads = 32, kDim = 128, kVocab = 32000;
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// A random packed matrix's arrays: codes are any bits, scales small, zero points mid-range.
+struct Matrix {
+  std::vector<uint32_t> words;
+  std::vector<uint16_t> scales;
+  std::vector<uint8_t> zeros;
+  fsq::cpu::UniformWeightsView view;
+  Matrix(int64_t rows, int64_t cols, int bits, int64_t group, bool asymmetric, uint64_t seed) {
+    view.rows = rows, view.cols = cols, view.bits = bits, view.group_cols = group;
+    view.words_per_row = (cols * bits + 31) / 32;
+    words.resize(static_cast<size_t>(rows * view.words_per_row));
+    for (size_t i = 0; i < words.size(); i += 2) {
+      const uint64_t r = splitmix64(seed);
+      words[i] = static_cast<uint32_t>(r);
+      if (i + 1 < words.size()) words[i + 1] = static_cast<uint32_t>(r >> 32);
+    }
+    const int64_t groups = rows * (cols / group);
+    scales.resize(static_cast<size_t>(groups));
+    for (uint16_t& s : scales) s = fsq::f32_to_f16(0.001f + 0.01f * static_cast<float>(splitmix64(seed) % 1000) / 1000);
+    if (asymmetric) zeros.assign(static_cast<size_t>(groups), static_cast<uint8_t>(1u << (bits - 1)));
+    view.words = words.data();
+    view.scales = scales.data();
+    view.zeros = asymmetric ? zeros.data() : nullptr;
+  }
+  size_t bytes() const { return words.size() * 4 + scales.size() * 2 + zeros.size(); }
+  size_t row_bytes() const { return bytes() / static_cast<size_t>(view.rows); }
+};
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::atoll(item.c_str()));
+  return out;
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: bench_cuda_decode [--layers N] [--bits 4|3|8] [--steps N] [--batches 1,4,16]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t layers = 32, steps = 128;
+  int bits = 4;
+  std::vector<int64_t> batches = {1, 4, 16};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return usage();
+    if (a == "--layers") layers = std::atoll(argv[++i]);
+    else if (a == "--bits") bits = std::atoi(argv[++i]);
+    else if (a == "--steps") steps = std::atoll(argv[++i]);
+    else if (a == "--batches") batches = parse_list(argv[++i]);
+    else return usage();
+  }
+  if (layers < 1 || steps < 2 || (bits != 3 && bits != 4 && bits != 8) || batches.empty()) return usage();
+  if (fsq::cuda::device_count() == 0) {
+    std::fprintf(stderr, "bench_cuda_decode: %s\n", fsq::cuda::describe().c_str());
+    return 1;
+  }
+  unsigned* sink = nullptr;
+  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
+  const double read_gbs = fsq::bench::read_gbs_1gib(sink);
+  std::printf("device: %s; read kernel over 1 GiB: %.1f GB/s\n", fsq::cuda::describe().c_str(), read_gbs);
+
+  // Linears W<bits> g128 (8-bit: symmetric), as fsq quantize writes them; embedding and head
+  // 8-bit g64 symmetric (--head-bits 8); norm gains 1; LLaMA rotary tables.
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<Matrix>> matrices;
+  uint64_t seed = 1;
+  const bool asym = bits != 8;
+  const auto matrix = [&](int64_t rows, int64_t cols, int b, int64_t group, bool a) {
+    matrices.push_back(std::make_unique<Matrix>(rows, cols, b, group, a, seed++));
+    return matrices.back()->view;
+  };
+  fsq::cuda::DecodeModelSpec spec;
+  spec.hidden = kHidden, spec.intermediate = kInter, spec.heads = kHeads, spec.kv_heads = kKvHeads;
+  spec.head_dim = kDim, spec.vocab = kVocab, spec.rms_norm_eps = 1e-5f;
+  spec.embedding = matrix(kVocab, kHidden, 8, 64, false);
+  const size_t embedding_row_bytes = matrices.back()->row_bytes();
+  spec.head = matrix(kVocab, kHidden, 8, 64, false);
+  const std::vector<float> ones(kHidden, 1.f);
+  for (int64_t l = 0; l < layers; ++l) {
+    fsq::cuda::DecodeLayerSpec L;
+    L.q = matrix(kHeads * kDim, kHidden, bits, 128, asym);
+    L.k = matrix(kKvHeads * kDim, kHidden, bits, 128, asym);
+    L.v = matrix(kKvHeads * kDim, kHidden, bits, 128, asym);
+    L.o = matrix(kHidden, kHeads * kDim, bits, 128, asym);
+    L.gate = matrix(kInter, kHidden, bits, 128, asym);
+    L.up = matrix(kInter, kHidden, bits, 128, asym);
+    L.down = matrix(kHidden, kInter, bits, 128, asym);
+    L.input_norm = L.post_attn_norm = ones.data();
+    spec.layers.push_back(L);
+  }
+  spec.final_norm = ones.data();
+  const int64_t capacity = steps;
+  std::vector<float> cos(capacity * kDim), sin(capacity * kDim);
+  for (int64_t p = 0; p < capacity; ++p)
+    for (int64_t i = 0; i < kDim; ++i) {
+      const double angle = p * std::pow(10000.0, -2.0 * static_cast<double>(i % (kDim / 2)) / kDim);
+      cos[p * kDim + i] = static_cast<float>(std::cos(angle));
+      sin[p * kDim + i] = static_cast<float>(std::sin(angle));
+    }
+  spec.rope_cos = cos.data(), spec.rope_sin = sin.data(), spec.rope_positions = capacity;
+  size_t weight_bytes = 0;
+  for (size_t i = 1; i < matrices.size(); ++i) weight_bytes += matrices[i]->bytes();  // all but the embedding
+  std::printf("LLaMA-2-7B shape, %ld layers, linears w%dg128%s, embedding/head w8g64s: %.2f GB read per step "
+              "(random weights made in %.1f s)\n",
+              static_cast<long>(layers), bits, asym ? "a" : "s", weight_bytes / 1e9,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+  std::printf("%5s %8s %10s %10s %12s %8s\n", "batch", "act", "ms/step", "tok/s", "ideal ms", "x ideal");
+  for (int64_t batch : batches) {
+    std::unique_ptr<fsq::cuda::Decoder> decoder;
+    const std::string e = fsq::cuda::make_device_decoder(spec, batch, capacity, ActType::F16, true, &decoder);
+    if (!e.empty()) {
+      std::fprintf(stderr, "bench_cuda_decode: batch %ld: %s\n", static_cast<long>(batch), e.c_str());
+      return 1;
+    }
+    std::vector<int32_t> ids(static_cast<size_t>(batch));
+    for (int64_t b = 0; b < batch; ++b) ids[b] = static_cast<int32_t>((b * 7919) % kVocab);
+    std::vector<float> logits(static_cast<size_t>(batch * kVocab));
+    // Step 0 captures the graph: warm-up, not timed.
+    if (const std::string s = decoder->step(ids.data(), 0, logits.data()); !s.empty()) {
+      std::fprintf(stderr, "bench_cuda_decode: %s\n", s.c_str());
+      return 1;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    double kv_bytes = 0;
+    for (int64_t t = 1; t < steps; ++t) {
+      if (const std::string s = decoder->step(ids.data(), t, logits.data()); !s.empty()) {
+        std::fprintf(stderr, "bench_cuda_decode: step %ld: %s\n", static_cast<long>(t), s.c_str());
+        return 1;
+      }
+      // Keys and values of positions 0..t, f32, every layer and sequence.
+      kv_bytes += 2.0 * layers * batch * kKvHeads * (t + 1) * kDim * sizeof(float);
+      ids[0] = (ids[0] + 1) % kVocab;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double ms_step = 1e3 * seconds / static_cast<double>(steps - 1);
+    const double step_bytes =
+        weight_bytes + batch * embedding_row_bytes + kv_bytes / static_cast<double>(steps - 1);
+    const double ideal_ms = step_bytes / (read_gbs * 1e9) * 1e3;
+    std::printf("%5ld %8s %10.3f %10.1f %12.3f %8.2f\n", static_cast<long>(batch), "f16", ms_step,
+                batch * 1e3 / ms_step, ideal_ms, ideal_ms / ms_step);
+  }
+  return 0;
+}
