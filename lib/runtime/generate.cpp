@@ -2,7 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "common/error.h"
+#include "runtime/cuda/decode_model.h"
 
 namespace fsq {
 
@@ -29,6 +32,35 @@ std::vector<int32_t> generate_greedy(const LlamaModel& model, const std::vector<
     if (on_token) on_token(next);
     if (next == opts.stop_token) break;
     ids = at::full({1, 1}, next, at::TensorOptions().dtype(at::kLong).device(model.options().device));
+  }
+  return out;
+}
+
+std::vector<int32_t> generate_greedy_steps(cuda::Decoder& decoder, int64_t vocab, int64_t capacity,
+                                           const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                           const std::function<void(int32_t)>& on_token) {
+  if (prompt.empty()) throw Error("generate", "empty prompt (no tokens); give a prompt or a BOS token");
+  const auto prompt_length = static_cast<int64_t>(prompt.size());
+  if (prompt_length + opts.max_new_tokens > capacity)
+    throw Error("generate", "prompt + new tokens = " + std::to_string(prompt_length + opts.max_new_tokens) +
+                                " exceed the decoder's " + std::to_string(capacity) + " positions");
+  std::vector<int32_t> out = prompt;
+  if (opts.max_new_tokens == 0) return out;
+  std::vector<float> logits(static_cast<size_t>(vocab));
+  const auto run = [&](int32_t id, int64_t pos) {
+    if (const std::string e = decoder.step(&id, pos, logits.data()); !e.empty()) throw Error("generate", e);
+  };
+  if (opts.prompt_logits) opts.prompt_logits->clear();
+  for (int64_t pos = 0; pos < prompt_length; ++pos) {
+    run(prompt[static_cast<size_t>(pos)], pos);
+    if (opts.prompt_logits) opts.prompt_logits->insert(opts.prompt_logits->end(), logits.begin(), logits.end());
+  }
+  for (int64_t step = 0; step < opts.max_new_tokens; ++step) {
+    if (step > 0) run(out.back(), prompt_length + step - 1);
+    const auto next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    out.push_back(next);
+    if (on_token) on_token(next);
+    if (next == opts.stop_token) break;
   }
   return out;
 }

@@ -9,6 +9,10 @@
 
 namespace fsq {
 
+namespace cuda {
+class Decoder;
+}
+
 struct GenerateOptions {
   int64_t max_new_tokens = 32;
   int64_t stop_token = -1;  // stop after emitting this id (-1: never)
@@ -21,5 +25,13 @@ struct GenerateOptions {
 std::vector<int32_t> generate_greedy(const LlamaModel& model, const std::vector<int32_t>& prompt,
                                      const GenerateOptions& opts,
                                      const std::function<void(int32_t)>& on_token = {});
+
+// The same greedy loop on a decoder that runs one token of one sequence per step (the CUDA
+// decoder, runtime/cuda/decode_model.h, made for batch 1 and `capacity` positions): the prompt
+// goes in token by token, and its logits rows are those steps' logits. Throws fsq::Error when
+// prompt + new tokens exceed the capacity, or with the decoder's reason when a step fails.
+std::vector<int32_t> generate_greedy_steps(cuda::Decoder& decoder, int64_t vocab, int64_t capacity,
+                                           const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                           const std::function<void(int32_t)>& on_token = {});
 
 }  // namespace fsq

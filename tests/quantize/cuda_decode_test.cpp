@@ -6,11 +6,14 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
+#include "common/error.h"
 #include "pipeline_fixture.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda_decode_spec.h"
+#include "runtime/generate.h"
 #include "runtime/model_files.h"
 #include "runtime/threads.h"
 
@@ -110,6 +113,36 @@ TEST_F(CudaDecode, DecodersRefuseWhatTheyCannotRun) {
   const std::unique_ptr<LlamaModel> dense = ModelFiles::open(fx_->model).load(RuntimeOptions{});
   CudaDecodeSpec dense_spec;
   EXPECT_NE(make_cuda_decode_spec(*dense, kSteps, &dense_spec).find("not packed"), std::string::npos);
+}
+
+TEST_F(CudaDecode, GreedyGenerationOnADecoderFeedsThePromptThenItsArgmaxTokens) {
+  const int64_t vocab = model_->config().vocab_size;
+  const std::vector<int32_t> prompt = {1, 30, 400};
+  CudaDecodeSpec spec;
+  ASSERT_EQ(make_cuda_decode_spec(*model_, kSteps, &spec), "");
+  cuda::ReferenceDecoder decoder(spec.spec, 1, kSteps, ActType::F16);
+  GenerateOptions opts;
+  opts.max_new_tokens = 5;
+  std::vector<float> prompt_logits;
+  opts.prompt_logits = &prompt_logits;
+  std::vector<int32_t> seen;
+  const std::vector<int32_t> out =
+      generate_greedy_steps(decoder, vocab, kSteps, prompt, opts, [&](int32_t id) { seen.push_back(id); });
+  // The same steps by hand on a fresh decoder: the prompt at positions 0..2, then each new
+  // token, the argmax of the step before, at the next position.
+  cuda::ReferenceDecoder by_hand(spec.spec, 1, kSteps, ActType::F16);
+  std::vector<int32_t> want = prompt;
+  std::vector<float> logits(vocab), want_prompt_logits;
+  for (int64_t pos = 0; pos < static_cast<int64_t>(want.size()) && static_cast<int64_t>(want.size()) < 8; ++pos) {
+    ASSERT_EQ(by_hand.step(&want[pos], pos, logits.data()), "");
+    if (pos < 3) want_prompt_logits.insert(want_prompt_logits.end(), logits.begin(), logits.end());
+    if (pos >= 2) want.push_back(static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+  }
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(seen, std::vector<int32_t>(want.begin() + 3, want.end()));
+  EXPECT_EQ(prompt_logits, want_prompt_logits);
+  opts.max_new_tokens = kSteps;  // 3 + kSteps positions: more than the decoder holds
+  EXPECT_THROW(generate_greedy_steps(decoder, vocab, kSteps, prompt, opts), Error);
 }
 
 TEST_F(CudaDecode, DeviceDecoderMatchesTheReferenceDecoder) {

@@ -1,4 +1,5 @@
 // fsq generate: greedy continuation of a prompt, a quick check that a model works.
+#include <ATen/Context.h>
 #include <c10/core/InferenceMode.h>
 
 #include <cstdio>
@@ -8,6 +9,8 @@
 #include "formats/safetensors.h"
 #include "formats/tokenizer.h"
 #include "options.h"
+#include "runtime/cuda/decode_model.h"
+#include "runtime/cuda_decode_spec.h"
 #include "runtime/generate.h"
 #include "runtime/model_files.h"
 #include "runtime/torch_bridge.h"
@@ -37,7 +40,13 @@ int run_generate(const GenerateFlags& f) {
   check_output_file(f.logits, "--logits", {f.model}, f.force);
   apply_threads(f.rt.threads);
   c10::InferenceMode no_autograd;
-  RuntimeOptions ro = runtime_options(f.rt);
+  // --device cuda: the model loads on the CPU, and where fsq's CUDA decoder runs it (packed
+  // uniform checkpoints) its steps run there, f16 values between the ops; other models go to
+  // LibTorch's CUDA when it has it.
+  const bool try_bundled_cuda = bundled_cuda_requested(f.rt.device);
+  RuntimeFlags rt = f.rt;
+  if (try_bundled_cuda) rt.device = "cpu";
+  RuntimeOptions ro = runtime_options(rt);
   // Generation decodes with a KV cache, which the integer-only path does not keep: an intonly
   // checkpoint decodes on its float path (the same w8a8static linears).
   ro.integer_only = false;
@@ -60,7 +69,28 @@ int run_generate(const GenerateFlags& f) {
   go.stop_token = tok->eos_id();
   std::vector<float> prompt_logits;
   if (!f.logits.empty()) go.prompt_logits = &prompt_logits;
-  std::vector<int32_t> out = generate_greedy(*model, prompt, go);
+  const int64_t capacity = static_cast<int64_t>(prompt.size()) + f.n;
+  CudaDecodeSpec spec;
+  std::unique_ptr<cuda::Decoder> decoder;
+  if (try_bundled_cuda) {
+    std::string why = make_cuda_decode_spec(*model, capacity, &spec);
+    if (why.empty()) why = cuda::decode_spec_problem(spec.spec, 1, capacity);
+    if (why.empty()) {
+      if (const std::string e = cuda::make_device_decoder(spec.spec, 1, capacity, cuda::ActType::F16, true, &decoder);
+          !e.empty())
+        throw Error("--device " + f.rt.device, e);
+    } else if (!at::hasCUDA()) {
+      throw Error("--device " + f.rt.device, "fsq's CUDA decoder cannot run this model: " + why);
+    } else {
+      std::fprintf(stderr, "fsq: note: fsq's CUDA decoder cannot run this model (%s); LibTorch's CUDA runs it\n",
+                   why.c_str());
+      ro.device = parse_device(f.rt.device);
+      model = files.load(ro);
+    }
+  }
+  const std::vector<int32_t> out = decoder ? generate_greedy_steps(*decoder, model->config().vocab_size, capacity,
+                                                                   prompt, go)
+                                           : generate_greedy(*model, prompt, go);
   std::printf("%s\n", tok->decode(out).c_str());
   if (f.ids) std::printf("ids: %s\n", ids_text(out).c_str());
   if (!f.logits.empty()) {
@@ -94,7 +124,9 @@ Command add_generate_command(CLI::App& root) {
   add_decode_flags(app, f->rt);
   app->footer(examples({"fsq generate --model models/stories260K --prompt \"Once upon a time\" -n 40",
                         "fsq generate --model DIR --prompt \"The capital of France is\" -n 16 --ids --threads 4",
-                        "fsq generate --model DIR --prompt \"Hello\" -n 32 --logits hello.safetensors"}));
+                        "fsq generate --model DIR --prompt \"Hello\" -n 32 --logits hello.safetensors",
+                        "fsq generate --model PACKED_DIR --prompt \"Once upon a time\" -n 64 --device cuda   "
+                        "(fsq's CUDA decoder: packed uniform checkpoints, --head-bits 4 or 8)"}));
   return Command{app, [f] { return run_generate(*f); }};
 }
 

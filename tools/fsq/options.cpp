@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/output_path.h"
+#include "runtime/cuda/cuda_backend.h"
 #include "runtime/model.h"
 #include "runtime/threads.h"
 
@@ -63,6 +64,10 @@ c10::Device parse_device(const std::string& name) {
     return c10::Device(name);
   }
   throw Error("--device " + name, "unknown device; use cpu or cuda[:N]");
+}
+
+bool bundled_cuda_requested(const std::string& device) {
+  return (device == "cuda" || device == "cuda:0") && cuda::compiled();
 }
 
 int64_t parse_memory_size(const std::string& text, const std::string& option) {

@@ -49,6 +49,10 @@ RuntimeOptions runtime_options(const RuntimeFlags& flags);
 c10::ScalarType parse_compute_dtype(const std::string& name);
 // "cpu" / "cuda" / "cuda:N"; throws fsq::Error when CUDA is asked for and not available.
 c10::Device parse_device(const std::string& name);
+// True when --device is cuda or cuda:0 and fsq's own CUDA backend is compiled
+// (lib/runtime/cuda): fsq generate then decodes on its CUDA decoder where that runs the model
+// (packed uniform checkpoints), whether or not LibTorch has CUDA.
+bool bundled_cuda_requested(const std::string& device);
 // "24G", "512M", "1.5G", "1073741824" -> bytes; throws fsq::Error naming `option`.
 int64_t parse_memory_size(const std::string& text, const std::string& option);
 // Applies --threads through fsq::set_threads; returns the count in effect.

@@ -287,5 +287,28 @@ TEST(CliErrors, CompareWithDifferentVocabulary) {
   fs::remove_all(dir);
 }
 
+// --device cuda on a dense model: fsq's own CUDA decoder (builds whose LibTorch has no CUDA)
+// takes packed uniform checkpoints and says so before looking for a GPU; a build without the
+// CUDA backend says that LibTorch has no CUDA. Either way one line naming the option. (A
+// LibTorch with CUDA and a GPU runs the model there instead: then the text comes out.)
+TEST(CliErrors, GenerateOnCudaSaysWhyItCannot) {
+  FSQ_REQUIRE_STORIES260K();
+  const std::vector<std::string> generate = {"generate", "--model", stories260k_dir().string(), "--prompt",
+                                             "Once", "-n", "2", "--device"};
+  std::vector<std::string> on_cuda = generate, on_cuda1 = generate;
+  on_cuda.push_back("cuda");
+  on_cuda1.push_back("cuda:1");
+  const RunResult r = run_fsq(on_cuda);
+  if (r.exit_code == 0) {
+    EXPECT_FALSE(r.out.empty());
+    GTEST_SKIP() << "this build's LibTorch ran the model on a GPU";
+  }
+  expect_one_line_error(r, "--device cuda");
+  if (r.err.find("CUDA decoder") != std::string::npos) {
+    EXPECT_NE(r.err.find("embedding is not packed"), std::string::npos) << r.err;
+    expect_one_line_error(run_fsq(on_cuda1), "--device cuda:1");
+  }
+}
+
 }  // namespace
 }  // namespace fsq::clitest
