@@ -10,7 +10,6 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -21,6 +20,7 @@
 #include "common/half.h"
 #include "cuda_bench_support.cuh"
 #include "runtime/cuda/cuda_backend.h"
+#include "rope_tables.h"
 #include "runtime/cuda/decode_model.h"
 
 namespace {
@@ -132,13 +132,8 @@ int main(int argc, char** argv) {
   }
   spec.final_norm = ones.data();
   const int64_t capacity = steps;
-  std::vector<float> cos(capacity * kDim), sin(capacity * kDim);
-  for (int64_t p = 0; p < capacity; ++p)
-    for (int64_t i = 0; i < kDim; ++i) {
-      const double angle = p * std::pow(10000.0, -2.0 * static_cast<double>(i % (kDim / 2)) / kDim);
-      cos[p * kDim + i] = static_cast<float>(std::cos(angle));
-      sin[p * kDim + i] = static_cast<float>(std::sin(angle));
-    }
+  std::vector<float> cos, sin;
+  fsq::test::llama_rope_tables(capacity, kDim, cos, sin);
   spec.rope_cos = cos.data(), spec.rope_sin = sin.data(), spec.rope_positions = capacity;
   size_t weight_bytes = 0;
   for (size_t i = 1; i < matrices.size(); ++i) weight_bytes += matrices[i]->bytes();  // all but the embedding

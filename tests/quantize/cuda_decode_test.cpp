@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "logit_nmse.h"
 #include "pipeline_fixture.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda_decode_spec.h"
@@ -22,24 +23,10 @@ namespace {
 
 using cuda::ActType;
 using test::Fixture;
+using test::logit_nmse_bound;
+using test::nmse;
 
-// Issue 20's bound on CUDA against CPU logits, for f16 values between the ops. The error comes
-// from rounding those values, so its NMSE scales with the square of the unit roundoff: bf16's
-// is 8 times f16's, hence 64 times the bound.
-constexpr double kF16LogitNmse = 1e-4;
-constexpr double kBf16LogitNmse = 64 * kF16LogitNmse;
 constexpr int64_t kBatch = 2, kSteps = 24;
-
-double nmse_bound(ActType act) { return act == ActType::F16 ? kF16LogitNmse : kBf16LogitNmse; }
-
-double nmse(const float* got, const float* want, int64_t n) {
-  double err = 0, ref = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    err += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    ref += static_cast<double>(want[i]) * want[i];
-  }
-  return err / ref;
-}
 
 class CudaDecode : public ::testing::Test {
  protected:
@@ -92,7 +79,7 @@ TEST_F(CudaDecode, ReferenceDecoderFollowsTheCpuRuntimeOverAGeneration) {
     const double worst = worst_nmse_against_cpu(*model_, reference);
     std::printf("reference decoder (%s) vs CPU f32: worst logit NMSE %.3g over %ld steps\n", cuda::act_type_name(act),
                 worst, static_cast<long>(kSteps));
-    EXPECT_LE(worst, nmse_bound(act)) << cuda::act_type_name(act);
+    EXPECT_LE(worst, logit_nmse_bound(act)) << cuda::act_type_name(act);
   }
 }
 
@@ -171,7 +158,7 @@ TEST_F(CudaDecode, DeviceDecoderMatchesTheReferenceDecoder) {
     }
     std::printf("device decoder (%s) vs reference decoder: worst logit NMSE %.3g over %ld steps\n",
                 cuda::act_type_name(act), worst, static_cast<long>(kSteps));
-    EXPECT_LE(worst, nmse_bound(act)) << cuda::act_type_name(act);
+    EXPECT_LE(worst, logit_nmse_bound(act)) << cuda::act_type_name(act);
   }
 }
 

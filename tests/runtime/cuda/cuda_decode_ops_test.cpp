@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "random_packed.h"
+#include "rope_tables.h"
 #include "runtime/cpu/uniform_kernels.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/decode_ops.h"
@@ -47,18 +48,6 @@ std::vector<float> random_f32(size_t n, float sigma, uint32_t seed) {
   std::vector<float> out(n);
   for (float& v : out) v = normal(rng);
   return out;
-}
-
-// cos/sin tables [positions, d] in the rotate_half layout (each half repeats the angles).
-void rope_tables(int64_t positions, int64_t d, std::vector<float>& cos, std::vector<float>& sin) {
-  cos.assign(positions * d, 0.f);
-  sin.assign(positions * d, 0.f);
-  for (int64_t p = 0; p < positions; ++p)
-    for (int64_t i = 0; i < d; ++i) {
-      const double angle = p * std::pow(10000.0, -2.0 * static_cast<double>(i % (d / 2)) / d);
-      cos[p * d + i] = static_cast<float>(std::cos(angle));
-      sin[p * d + i] = static_cast<float>(std::sin(angle));
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,7 +281,7 @@ void check_rope_and_attention(const AttentionCase& c, ActType act) {
   const int64_t d = s.head_dim, stride = (s.heads + 2 * s.kv_heads) * d + 8;  // q | k | v | padding
   const int64_t cache_size = s.batch * s.kv_heads * s.capacity * d;
   std::vector<float> cos, sin;
-  rope_tables(s.capacity, d, cos, sin);
+  test::llama_rope_tables(s.capacity, d, cos, sin);
   const std::vector<uint16_t> qkv = random_act(s.batch * stride, 1.f, 5, act);
   // Earlier positions already in the caches; the step writes slot pos.
   std::vector<float> k_ref = random_f32(cache_size, 1.f, 6), v_ref = random_f32(cache_size, 1.f, 7);

@@ -11,7 +11,9 @@
 #include <random>
 #include <vector>
 
+#include "logit_nmse.h"
 #include "random_packed.h"
+#include "rope_tables.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/decode_model.h"
 
@@ -19,12 +21,9 @@ namespace fsq {
 namespace {
 
 using cuda::ActType;
+using test::logit_nmse_bound;
 using test::RandomUniform;
 
-// As tests/quantize/cuda_decode_test.cpp: issue 20's logit NMSE bound for f16 values between
-// the ops, times 64 (the squared ratio of unit roundoffs) for bf16.
-constexpr double kF16LogitNmse = 1e-4;
-constexpr double kBf16LogitNmse = 64 * kF16LogitNmse;
 constexpr int64_t kBatch = 3, kCapacity = 40;
 
 // A 2-layer model of random packed matrices (W4 g32 asymmetric linears, a W8 g64 symmetric
@@ -68,26 +67,10 @@ struct RandomModel {
       spec.layers.push_back(L);
     }
     spec.final_norm = norm();
-    cos.resize(kCapacity * kDim);
-    sin.resize(kCapacity * kDim);
-    for (int64_t p = 0; p < kCapacity; ++p)
-      for (int64_t i = 0; i < kDim; ++i) {
-        const double angle = p * std::pow(10000.0, -2.0 * static_cast<double>(i % (kDim / 2)) / kDim);
-        cos[p * kDim + i] = static_cast<float>(std::cos(angle));
-        sin[p * kDim + i] = static_cast<float>(std::sin(angle));
-      }
+    test::llama_rope_tables(kCapacity, kDim, cos, sin);
     spec.rope_cos = cos.data(), spec.rope_sin = sin.data(), spec.rope_positions = kCapacity;
   }
 };
-
-double nmse(const std::vector<float>& got, const std::vector<float>& want) {
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    err += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-    ref += static_cast<double>(want[i]) * want[i];
-  }
-  return err / ref;
-}
 
 // The next token of each sequence: the argmax of its logits.
 void greedy(const std::vector<float>& logits, std::vector<int32_t>& ids) {
@@ -130,12 +113,12 @@ TEST(CudaDecoder, DeviceDecoderMatchesTheReferenceDecoder) {
       ASSERT_EQ(direct->step(ids.data(), t, got_direct.data()), "") << "step " << t;
       ASSERT_EQ(got, got_direct) << "the graph replays the same launches, step " << t;
       for (float v : got) ASSERT_TRUE(std::isfinite(v)) << "step " << t;
-      worst = std::max(worst, nmse(got, want));
+      worst = std::max(worst, test::nmse(got.data(), want.data(), static_cast<int64_t>(want.size())));
       greedy(want, ids);
     }
     std::printf("device decoder (%s) vs reference decoder, random 2-layer model: worst logit NMSE %.3g over %ld steps\n",
                 cuda::act_type_name(act), worst, static_cast<long>(kCapacity));
-    EXPECT_LE(worst, act == ActType::F16 ? kF16LogitNmse : kBf16LogitNmse) << cuda::act_type_name(act);
+    EXPECT_LE(worst, logit_nmse_bound(act)) << cuda::act_type_name(act);
   }
 }
 
