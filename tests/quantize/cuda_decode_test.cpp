@@ -14,6 +14,7 @@
 #include "pipeline_fixture.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda_decode_spec.h"
+#include "runtime/eval/decoder_eval.h"
 #include "runtime/generate.h"
 #include "runtime/model_files.h"
 #include "runtime/threads.h"
@@ -23,6 +24,7 @@ namespace {
 
 using cuda::ActType;
 using test::Fixture;
+using test::kF16LogitNmse;
 using test::logit_nmse_bound;
 using test::nmse;
 
@@ -130,6 +132,42 @@ TEST_F(CudaDecode, GreedyGenerationOnADecoderFeedsThePromptThenItsArgmaxTokens) 
   EXPECT_EQ(prompt_logits, want_prompt_logits);
   opts.max_new_tokens = kSteps;  // 3 + kSteps positions: more than the decoder holds
   EXPECT_THROW(generate_greedy_steps(decoder, vocab, kSteps, prompt, opts), Error);
+}
+
+// fsq eval's adapter (runtime/eval/decoder_eval.h) on the reference decoder: whole windows
+// token by token against the CPU runtime's window logits, a short batch padded; decode speed.
+TEST_F(CudaDecode, EvalRunsWindowsAndDecodeSpeedOnADecoder) {
+  set_threads(2);
+  const int64_t vocab = model_->config().vocab_size, window = 20, batch = 3;
+  CudaDecodeSpec spec;
+  ASSERT_EQ(make_cuda_decode_spec(*model_, kSteps, &spec), "");
+  const DecoderFactory make = [&spec](int64_t b, int64_t positions) {
+    return std::unique_ptr<cuda::Decoder>(std::make_unique<cuda::ReferenceDecoder>(spec.spec, b, positions, ActType::F16));
+  };
+  const LogitsFn logits = decoder_logits(make(batch, window), batch, window, vocab);
+  at::manual_seed(9);
+  const at::Tensor ids = at::randint(0, vocab, {2, window}, at::kLong);  // 2 of the decoder's 3 rows
+  const at::Tensor got = logits(ids), want = model_->forward(ids).contiguous();
+  ASSERT_EQ(got.sizes(), want.sizes());
+  for (int64_t b = 0; b < 2; ++b)
+    EXPECT_LE(nmse(got[b].contiguous().data_ptr<float>(), want[b].data_ptr<float>(), window * vocab), kF16LogitNmse)
+        << "window " << b;
+  EXPECT_THROW(logits(at::zeros({4, window}, at::kLong)), Error);  // more rows than the decoder has
+
+  SpeedOptions opts;
+  opts.decode_batches = {1, 2};
+  opts.decode_prompt = 3;
+  opts.decode_steps = 4;
+  opts.min_seconds = 0;
+  opts.max_reps = 1;
+  const SpeedResult speed = measure_decoder_speed(make, vocab, kSteps, opts);
+  EXPECT_TRUE(speed.prefill.empty());
+  ASSERT_EQ(speed.decode.size(), 2u);
+  for (const DecodeSpeed& d : speed.decode) {
+    EXPECT_EQ(d.steps, 4);
+    EXPECT_GT(d.tokens_per_s(), 0.0);
+  }
+  EXPECT_EQ(speed.decode[1].batch, 2);
 }
 
 TEST_F(CudaDecode, DeviceDecoderMatchesTheReferenceDecoder) {

@@ -4,7 +4,9 @@
 #include <c10/core/InferenceMode.h>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "common/error.h"
 #include "common/process.h"
@@ -12,6 +14,10 @@
 #include "common/text_file.h"
 #include "formats/checkpoint.h"
 #include "formats/tokenizer.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/decode_model.h"
+#include "runtime/cuda_decode_spec.h"
+#include "runtime/eval/decoder_eval.h"
 #include "runtime/eval/perplexity.h"
 #include "runtime/eval/reference_cache.h"
 #include "runtime/intonly_model.h"
@@ -76,7 +82,9 @@ std::string check_same_tokenizer(const Tokenizer& mine, const std::filesystem::p
               theirs->sha256() + " (vocab " + std::to_string(theirs->vocab_size()) + ")");
 }
 
-void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions& ro, EvalReport& rep) {
+// With a decoder factory, the model's windows run on it (decoder_eval.h).
+void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions& ro, const DecoderFactory* decoder,
+                    EvalReport& rep) {
   if (!cfg.data_path) throw Error("--data", "a data file is required unless --speed-only");
   const std::filesystem::path& data = *cfg.data_path;
   std::string text = read_text_file(data);
@@ -116,7 +124,10 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
   ro_eval.batch_size = cfg.batch_size > 0 ? cfg.batch_size
                                           : auto_batch_size(plan.seq_len, m.ckpt.config().vocab_size,
                                                             m.ckpt.config().num_heads, ref.has_value());
-  LogitsFn mine = logits_of(*m.model);
+  const int64_t vocab = m.ckpt.config().vocab_size;
+  LogitsFn mine = decoder ? decoder_logits((*decoder)(ro_eval.batch_size, plan.seq_len), ro_eval.batch_size,
+                                           plan.seq_len, vocab)
+                          : logits_of(*m.model);
   LogitsFn theirs = ref ? logits_of(*ref->model) : LogitsFn{};
   std::optional<ReferenceCache> cache;
   RefRowsFn ref_rows;
@@ -125,7 +136,6 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
     if (cfg.reference_cache_dir) {
       ReferenceCacheKey key{ref->info.weights_sha256, scalar_type_name(ro.compute_dtype), ro.device.str(),
                             cfg.fsq_build};
-      const int64_t vocab = m.ckpt.config().vocab_size;
       cache.emplace(*cfg.reference_cache_dir, reference_cache_key(key, plan, vocab), plan.scored_tokens(), vocab);
       ref_rows = cached_reference_rows(*cache, std::move(ref_rows), plan.windows.front().scored());
     }
@@ -173,6 +183,33 @@ void run_perplexity(const EvalConfig& cfg, const Loaded& m, const RuntimeOptions
   }
 }
 
+// Positions the run needs a decoder to hold: the perplexity window, the speed run's prompt
+// and steps.
+int64_t decoder_capacity(const EvalConfig& cfg, int64_t max_positions) {
+  int64_t capacity = 1;
+  if (cfg.perplexity) capacity = std::max(capacity, resolve_seq_len(cfg.seq_len, max_positions));
+  if (cfg.speed) capacity = std::max(capacity, std::min(max_positions, cfg.speed_options.decode_prompt +
+                                                                           cfg.speed_options.decode_steps));
+  return capacity;
+}
+
+// fsq's CUDA decoders for `m`, or "" and why it cannot run it (the spec is kept alive by the
+// factory).
+std::string cuda_decoder_factory(const LlamaModel& model, int64_t capacity, DecoderFactory* out) {
+  auto spec = std::make_shared<CudaDecodeSpec>();
+  std::string why = make_cuda_decode_spec(model, capacity, spec.get());
+  if (why.empty()) why = cuda::decode_spec_problem(spec->spec, 1, capacity);
+  if (!why.empty()) return why;
+  *out = [spec](int64_t batch, int64_t positions) {
+    std::unique_ptr<cuda::Decoder> decoder;
+    if (const std::string e = cuda::make_device_decoder(spec->spec, batch, positions, cuda::ActType::F16, true, &decoder);
+        !e.empty())
+      throw Error("--device cuda", e);
+    return decoder;
+  };
+  return "";
+}
+
 }  // namespace
 
 EvalReport evaluate(const EvalConfig& cfg) {
@@ -187,14 +224,38 @@ EvalReport evaluate(const EvalConfig& cfg) {
   rep.thread_waits = cfg.thread_waits;
   if (cfg.perplexity && cfg.data_path) check_text_file(*cfg.data_path);  // fail before loading
 
-  Loaded m = load_model(cfg.model_dir, ro);
+  std::optional<Loaded> loaded(load_model(cfg.model_dir, ro));
+  RuntimeOptions run_options = ro;
+  DecoderFactory decoder;
+  if (cfg.cuda_decoder) {
+    const int64_t max_positions = loaded->ckpt.config().max_position_embeddings;
+    const std::string why = cuda_decoder_factory(*loaded->model, decoder_capacity(cfg, max_positions), &decoder);
+    if (why.empty()) {
+      rep.device = "cuda (fsq's CUDA decoder: " + cuda::describe() + ")";
+      loaded->info.decode_path = "fsq's CUDA decoder: one CUDA graph per step, f16 values between the ops";
+      loaded->info.prefill_path = "token by token on fsq's CUDA decoder (perplexity windows too)";
+    } else if (!at::hasCUDA()) {
+      throw Error("--device cuda", "fsq's CUDA decoder cannot run this model: " + why);
+    } else {
+      std::fprintf(stderr, "fsq: note: fsq's CUDA decoder cannot run this model (%s); LibTorch's CUDA runs it\n",
+                   why.c_str());
+      run_options.device = c10::Device(c10::kCUDA, 0);
+      rep.device = run_options.device.str();
+      loaded.reset();
+      loaded.emplace(load_model(cfg.model_dir, run_options));
+    }
+  }
+  const Loaded& m = *loaded;
   rep.model = m.info;
   rep.weight_memory_bytes = weight_memory_mapped_bytes();
   rep.huge_pages = transparent_huge_pages_mode();
-  if (cfg.perplexity) run_perplexity(cfg, m, ro, rep);
+  if (cfg.perplexity) run_perplexity(cfg, m, run_options, decoder ? &decoder : nullptr, rep);
   if (cfg.speed && m.model->integer_only())
     rep.speed_skipped = "the integer-only path evaluates whole windows without a KV cache, so decode speed is not "
                         "measured on it (the same checkpoint's w8a8static float path is what a decoder would run)";
+  else if (cfg.speed && decoder)
+    rep.speed = measure_decoder_speed(decoder, m.ckpt.config().vocab_size, m.ckpt.config().max_position_embeddings,
+                                      cfg.speed_options);
   else if (cfg.speed)
     rep.speed = measure_speed(*m.model, cfg.speed_options);
   rep.peak_rss_bytes = peak_rss_bytes();

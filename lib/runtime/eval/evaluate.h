@@ -28,6 +28,11 @@ struct EvalConfig {
   int64_t max_windows = 0;         // 0: all
   int64_t batch_size = 0;          // 0: auto_batch_size
   RuntimeOptions runtime;          // device and compute dtype
+  // --device cuda with fsq's CUDA backend compiled: `runtime` loads on the CPU, and the model's
+  // windows and decode steps run on fsq's CUDA decoder (runtime/cuda/decode_model.h) where it
+  // can run the model; elsewhere the model reloads on LibTorch's CUDA if it has one, else the
+  // run fails saying why.
+  bool cuda_decoder = false;
   int threads = 0;                 // as applied by the caller (stamped into the report)
   std::string thread_waits;        // the caller's worker wait settings (stamped into the report)
   bool perplexity = true;          // false: --speed-only

@@ -291,7 +291,7 @@ TEST(CliErrors, CompareWithDifferentVocabulary) {
 // takes packed uniform checkpoints and says so before looking for a GPU; a build without the
 // CUDA backend says that LibTorch has no CUDA. Either way one line naming the option. (A
 // LibTorch with CUDA and a GPU runs the model there instead: then the text comes out.)
-TEST(CliErrors, GenerateOnCudaSaysWhyItCannot) {
+TEST(CliErrors, GenerateAndEvalOnCudaSayWhyTheyCannot) {
   FSQ_REQUIRE_STORIES260K();
   const std::vector<std::string> generate = {"generate", "--model", stories260k_dir().string(), "--prompt",
                                              "Once", "-n", "2", "--device"};
@@ -307,6 +307,13 @@ TEST(CliErrors, GenerateOnCudaSaysWhyItCannot) {
   if (r.err.find("CUDA decoder") != std::string::npos) {
     EXPECT_NE(r.err.find("embedding is not packed"), std::string::npos) << r.err;
     expect_one_line_error(run_fsq(on_cuda1), "--device cuda:1");
+    // fsq eval decides the same way, after loading and before measuring anything.
+    const fs::path dir = make_temp_dir("fsq-cli-eval-cuda");
+    const RunResult eval = run_fsq({"eval", "--model", stories260k_dir().string(), "--speed-only", "--device", "cuda",
+                                    "--json", (dir / "r.json").string()});
+    expect_one_line_error(eval, "fsq's CUDA decoder cannot run this model");
+    EXPECT_FALSE(fs::exists(dir / "r.json"));
+    fs::remove_all(dir);
   }
 }
 
