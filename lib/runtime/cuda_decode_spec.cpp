@@ -2,18 +2,34 @@
 
 #include <ATen/ATen.h>
 
+#include "runtime/lut_linear.h"
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
 
 namespace fsq {
 namespace {
 
-// The packed view of `linear`, or why it has none the decoders take.
+// The packed uniform view of `linear`, or why it has none the decoders take.
 std::string packed_view(const Linear& linear, cpu::UniformWeightsView* view) {
   const auto* quant = dynamic_cast<const QuantLinear*>(&linear);
   if (quant == nullptr) return linear.describe() + " is not a packed uniform linear";
   if (quant->has_bias()) return linear.describe() + " has a bias";
   *view = quant->weights_view();
+  return "";
+}
+
+// The same for a decoder layer's linear, which may also be a LUT one (SqueezeLLM).
+std::string packed_linear(const Linear& linear, cuda::DecodeLinear* out) {
+  if (const auto* lut = dynamic_cast<const LutLinear*>(&linear)) {
+    if (lut->has_bias()) return linear.describe() + " has a bias";
+    *out = cuda::DecodeLinear(lut->weights_view());
+    return "";
+  }
+  if (dynamic_cast<const QuantLinear*>(&linear) == nullptr)
+    return linear.describe() + " is neither a packed uniform nor a LUT linear";
+  cpu::UniformWeightsView view;
+  if (std::string why = packed_view(linear, &view); !why.empty()) return why;
+  *out = cuda::DecodeLinear(view);
   return "";
 }
 
@@ -42,12 +58,12 @@ std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, Cu
     cuda::DecodeLayerSpec layer;
     const struct {
       const Linear* from;
-      cpu::UniformWeightsView* to;
+      cuda::DecodeLinear* to;
     } linears[] = {{L.q.get(), &layer.q},       {L.k.get(), &layer.k},   {L.v.get(), &layer.v},
                    {L.o.get(), &layer.o},       {L.gate.get(), &layer.gate}, {L.up.get(), &layer.up},
                    {L.down.get(), &layer.down}};
     for (const auto& lin : linears)
-      if (std::string why = packed_view(*lin.from, lin.to); !why.empty()) return why;
+      if (std::string why = packed_linear(*lin.from, lin.to); !why.empty()) return why;
     if (!f32_vector(L.input_norm, c.hidden_size) || !f32_vector(L.post_attn_norm, c.hidden_size))
       return "a layer norm is not f32 [hidden]";
     layer.input_norm = L.input_norm.data_ptr<float>();

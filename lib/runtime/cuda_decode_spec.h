@@ -18,9 +18,9 @@ struct CudaDecodeSpec {
 };
 
 // Fills *out for `positions` cached positions, or says why this model cannot run on the CUDA
-// decoders: every decoder linear, the embedding and the head must be packed uniform matrices
-// without biases (an `fsq quantize` checkpoint of a LLaMA-family model, --head-bits 4 or 8),
-// in f32 compute.
+// decoders: every decoder linear must be a packed uniform or LUT (squeezellm) matrix, the
+// embedding and the head packed uniform ones, none with a bias (an `fsq quantize` rtn, awq or
+// squeezellm checkpoint of a LLaMA-family model, --head-bits 4 or 8), in f32 compute.
 std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, CudaDecodeSpec* out);
 
 }  // namespace fsq

@@ -53,6 +53,7 @@ class LutLinear final : public Linear {
   void set_cpu_isa(cpu::CpuIsa isa);
   // The weights as the kernels see them (valid while this object lives).
   cpu::LutWeightsView weights_view() const;
+  bool has_bias() const { return bias_.has_value(); }
   // Asks forward_rows (the decode fast path) to quantize x and the centroids to int8 and
   // multiply in integers (cpu::lut_gemv_q8). It does so only where that kernel supports this
   // matrix on this CPU (AVX-512 VNNI; 3-bit codes also VBMI); int8_decode() says whether it

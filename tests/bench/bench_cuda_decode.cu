@@ -6,7 +6,9 @@
 // embedding rows it looks up, the KV cache up to the step's position) over the read kernel's
 // GB/s measured in the same run.
 //
-//   bench_cuda_decode [--layers 32] [--bits 4|3|8] [--steps 128] [--batches 1,4,16]
+//   bench_cuda_decode [--layers 32] [--bits 4|3|8] [--lut] [--steps 128] [--batches 1,4,16]
+//
+// --lut: the linears are LUT-<bits> (bits 3 or 4, SqueezeLLM) with a 0.45 % CSR part.
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -64,6 +66,38 @@ struct Matrix {
   size_t row_bytes() const { return bytes() / static_cast<size_t>(view.rows); }
 };
 
+// A random LUT matrix with a CSR part of about `sparse` of each row's columns (u16 columns).
+struct LutMatrix {
+  std::vector<uint32_t> words;
+  std::vector<uint16_t> lut, col, val;
+  std::vector<int32_t> row_ptr;
+  fsq::cpu::LutWeightsView view;
+  LutMatrix(int64_t rows, int64_t cols, int bits, double sparse, uint64_t seed) {
+    view.rows = rows, view.cols = cols, view.bits = bits;
+    view.words_per_row = (cols * bits + 31) / 32;
+    words.resize(static_cast<size_t>(rows * view.words_per_row));
+    for (uint32_t& w : words) w = static_cast<uint32_t>(splitmix64(seed));
+    lut.resize(static_cast<size_t>(rows << bits));
+    for (uint16_t& c : lut) c = fsq::f32_to_f16(0.01f * (static_cast<float>(splitmix64(seed) % 200) - 100.f) / 100);
+    const auto per_row = static_cast<int64_t>(sparse * static_cast<double>(cols));
+    row_ptr.push_back(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < per_row; ++j) {  // evenly spread, rotated per row: sorted and distinct
+        col.push_back(static_cast<uint16_t>((j * (cols / per_row) + r % (cols / per_row)) % cols));
+        val.push_back(fsq::f32_to_f16(0.05f));
+      }
+      row_ptr.push_back(static_cast<int32_t>(col.size()));
+    }
+    view.words = words.data();
+    view.lut = lut.data();
+    view.row_ptr = row_ptr.data();
+    view.col = col.data();
+    view.val = val.data();
+    view.nnz = static_cast<int64_t>(col.size());
+  }
+  size_t bytes() const { return words.size() * 4 + lut.size() * 2 + row_ptr.size() * 4 + col.size() * 2 + val.size() * 2; }
+};
+
 std::vector<int64_t> parse_list(const std::string& s) {
   std::vector<int64_t> out;
   std::stringstream in(s);
@@ -72,7 +106,7 @@ std::vector<int64_t> parse_list(const std::string& s) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_cuda_decode [--layers N] [--bits 4|3|8] [--steps N] [--batches 1,4,16]\n");
+  std::fprintf(stderr, "usage: bench_cuda_decode [--layers N] [--bits 4|3|8] [--lut] [--steps N] [--batches 1,4,16]\n");
   return 2;
 }
 
@@ -81,9 +115,14 @@ int usage() {
 int main(int argc, char** argv) {
   int64_t layers = 32, steps = 128;
   int bits = 4;
+  bool lut = false;
   std::vector<int64_t> batches = {1, 4, 16};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--lut") {
+      lut = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage();
     if (a == "--layers") layers = std::atoll(argv[++i]);
     else if (a == "--bits") bits = std::atoi(argv[++i]);
@@ -91,25 +130,24 @@ int main(int argc, char** argv) {
     else if (a == "--batches") batches = parse_list(argv[++i]);
     else return usage();
   }
-  if (layers < 1 || steps < 2 || (bits != 3 && bits != 4 && bits != 8) || batches.empty()) return usage();
-  if (fsq::cuda::device_count() == 0) {
-    std::fprintf(stderr, "bench_cuda_decode: %s\n", fsq::cuda::describe().c_str());
-    return 1;
-  }
-  unsigned* sink = nullptr;
-  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
-  const double read_gbs = fsq::bench::read_gbs_1gib(sink);
-  std::printf("device: %s; read kernel over 1 GiB: %.1f GB/s\n", fsq::cuda::describe().c_str(), read_gbs);
-
+  if (layers < 1 || steps < 2 || (bits != 3 && bits != 4 && bits != 8) || (lut && bits == 8) || batches.empty())
+    return usage();
   // Linears W<bits> g128 (8-bit: symmetric), as fsq quantize writes them; embedding and head
   // 8-bit g64 symmetric (--head-bits 8); norm gains 1; LLaMA rotary tables.
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<Matrix>> matrices;
+  std::vector<std::unique_ptr<LutMatrix>> lut_matrices;
   uint64_t seed = 1;
   const bool asym = bits != 8;
   const auto matrix = [&](int64_t rows, int64_t cols, int b, int64_t group, bool a) {
     matrices.push_back(std::make_unique<Matrix>(rows, cols, b, group, a, seed++));
     return matrices.back()->view;
+  };
+  // A linear of the layers: W<bits> g128, or LUT-<bits> with 0.45 % sparse.
+  const auto linear = [&](int64_t rows, int64_t cols) -> fsq::cuda::DecodeLinear {
+    if (!lut) return matrix(rows, cols, bits, 128, asym);
+    lut_matrices.push_back(std::make_unique<LutMatrix>(rows, cols, bits, 0.0045, seed++));
+    return lut_matrices.back()->view;
   };
   fsq::cuda::DecodeModelSpec spec;
   spec.hidden = kHidden, spec.intermediate = kInter, spec.heads = kHeads, spec.kv_heads = kKvHeads;
@@ -120,13 +158,13 @@ int main(int argc, char** argv) {
   const std::vector<float> ones(kHidden, 1.f);
   for (int64_t l = 0; l < layers; ++l) {
     fsq::cuda::DecodeLayerSpec L;
-    L.q = matrix(kHeads * kDim, kHidden, bits, 128, asym);
-    L.k = matrix(kKvHeads * kDim, kHidden, bits, 128, asym);
-    L.v = matrix(kKvHeads * kDim, kHidden, bits, 128, asym);
-    L.o = matrix(kHidden, kHeads * kDim, bits, 128, asym);
-    L.gate = matrix(kInter, kHidden, bits, 128, asym);
-    L.up = matrix(kInter, kHidden, bits, 128, asym);
-    L.down = matrix(kHidden, kInter, bits, 128, asym);
+    L.q = linear(kHeads * kDim, kHidden);
+    L.k = linear(kKvHeads * kDim, kHidden);
+    L.v = linear(kKvHeads * kDim, kHidden);
+    L.o = linear(kHidden, kHeads * kDim);
+    L.gate = linear(kInter, kHidden);
+    L.up = linear(kInter, kHidden);
+    L.down = linear(kHidden, kInter);
     L.input_norm = L.post_attn_norm = ones.data();
     spec.layers.push_back(L);
   }
@@ -137,11 +175,28 @@ int main(int argc, char** argv) {
   spec.rope_cos = cos.data(), spec.rope_sin = sin.data(), spec.rope_positions = capacity;
   size_t weight_bytes = 0;
   for (size_t i = 1; i < matrices.size(); ++i) weight_bytes += matrices[i]->bytes();  // all but the embedding
-  std::printf("LLaMA-2-7B shape, %ld layers, linears w%dg128%s, embedding/head w8g64s: %.2f GB read per step "
+  for (const auto& m : lut_matrices) weight_bytes += m->bytes();
+  const std::string kind = lut ? "lut" + std::to_string(bits) + " + 0.45 % CSR"
+                               : "w" + std::to_string(bits) + "g128" + (asym ? "a" : "s");
+  std::printf("LLaMA-2-7B shape, %ld layers, linears %s, embedding/head w8g64s: %.2f GB read per step "
               "(random weights made in %.1f s)\n",
-              static_cast<long>(layers), bits, asym ? "a" : "s", weight_bytes / 1e9,
+              static_cast<long>(layers), kind.c_str(), weight_bytes / 1e9,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
+  // The spec is checked before any device work, so a machine without a GPU checks it too.
+  for (int64_t batch : batches)
+    if (const std::string why = fsq::cuda::decode_spec_problem(spec, batch, capacity); !why.empty()) {
+      std::fprintf(stderr, "bench_cuda_decode: batch %ld: %s\n", static_cast<long>(batch), why.c_str());
+      return 1;
+    }
+  if (fsq::cuda::device_count() == 0) {
+    std::fprintf(stderr, "bench_cuda_decode: %s\n", fsq::cuda::describe().c_str());
+    return 1;
+  }
+  unsigned* sink = nullptr;
+  CHECK_CUDA(cudaMalloc(&sink, sizeof(unsigned)));
+  const double read_gbs = fsq::bench::read_gbs_1gib(sink);
+  std::printf("device: %s; read kernel over 1 GiB: %.1f GB/s\n", fsq::cuda::describe().c_str(), read_gbs);
   std::printf("%5s %8s %10s %10s %12s %8s\n", "batch", "act", "ms/step", "tok/s", "ideal ms", "x ideal");
   for (int64_t batch : batches) {
     std::unique_ptr<fsq::cuda::Decoder> decoder;

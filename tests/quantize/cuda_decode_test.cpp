@@ -85,13 +85,39 @@ TEST_F(CudaDecode, ReferenceDecoderFollowsTheCpuRuntimeOverAGeneration) {
   }
 }
 
+// SqueezeLLM checkpoints: LUT-4 and LUT-3 linears with a CSR part (5 % outliers here, so the
+// 64- and 96-wide rows of the tiny model hold some), the embedding and head 8-bit uniform.
+TEST_F(CudaDecode, ReferenceDecoderFollowsTheCpuRuntimeOnLutCheckpoints) {
+  set_threads(2);
+  for (int bits : {4, 3}) {
+    QuantizeConfig cfg = fx_->config("lut" + std::to_string(bits), "squeezellm");
+    cfg.quant.bits = bits;
+    cfg.lut.weighted = false;  // no Fisher pass, so no calibration text
+    cfg.lut.sensitive_pct = 0.0;
+    cfg.lut.outlier_pct = 5.0;
+    test::lines_of(cfg);
+    RuntimeOptions exact;
+    exact.int8_decode_activations = false;
+    const auto model = ModelFiles::open(cfg.out).load(exact);
+    CudaDecodeSpec spec;
+    ASSERT_EQ(make_cuda_decode_spec(*model, kSteps, &spec), "");
+    ASSERT_TRUE(spec.spec.layers[0].down.is_lut);
+    EXPECT_GT(spec.spec.layers[0].down.lut.nnz, 0) << "the CSR part is exercised";
+    cuda::ReferenceDecoder reference(spec.spec, kBatch, kSteps, ActType::F16);
+    const double worst = worst_nmse_against_cpu(*model, reference);
+    std::printf("reference decoder (f16) vs CPU f32, squeezellm lut%d: worst logit NMSE %.3g over %ld steps\n", bits,
+                worst, static_cast<long>(kSteps));
+    EXPECT_LE(worst, kF16LogitNmse) << "lut" << bits;
+  }
+}
+
 TEST_F(CudaDecode, DecodersRefuseWhatTheyCannotRun) {
   CudaDecodeSpec spec;
   ASSERT_EQ(make_cuda_decode_spec(*model_, kSteps, &spec), "");
   EXPECT_NE(cuda::decode_spec_problem(spec.spec, cuda::kMaxGemvBatch + 1, kSteps).find("batch"), std::string::npos);
   EXPECT_NE(cuda::decode_spec_problem(spec.spec, 1, kSteps + 1).find("rotary"), std::string::npos);
   cuda::DecodeModelSpec wrong = spec.spec;
-  wrong.layers[1].o.cols -= 32;
+  wrong.layers[1].o.uniform.cols -= 32;
   EXPECT_NE(cuda::decode_spec_problem(wrong, 1, kSteps).find("layer 1 o_proj"), std::string::npos);
   cuda::ReferenceDecoder reference(spec.spec, 1, kSteps, ActType::F16);
   std::vector<float> logits(model_->config().vocab_size);

@@ -1,5 +1,6 @@
-// A whole decode step on the CUDA backend: a LLaMA-family model whose linears, embedding and
-// head are packed uniform matrices, one token for each of up to 16 sequences per step, with
+// A whole decode step on the CUDA backend: a LLaMA-family model whose linears are packed
+// uniform or LUT (SqueezeLLM, with its CSR part) matrices and whose embedding and head are
+// packed uniform matrices, one token for each of up to 16 sequences per step, with
 // the KV cache on the device and the step captured once in a CUDA graph and replayed
 // (DeviceDecoder). ReferenceDecoder runs the same step, in the same order, on the host
 // references of every op (decode_ops.h, cpu::uniform_matmul_reference): it is the spec the
@@ -12,14 +13,28 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu/lut_kernels.h"
 #include "runtime/cpu/uniform_kernels.h"
 #include "runtime/cuda/decode_ops.h"
 
 namespace fsq::cuda {
 
+// One linear of a layer: a packed uniform matrix, or a LUT one (with its CSR part, which the
+// loader has checked: cpu::check_lut_sparse).
+struct DecodeLinear {
+  cpu::UniformWeightsView uniform;
+  cpu::LutWeightsView lut;
+  bool is_lut = false;
+  DecodeLinear() = default;
+  DecodeLinear(const cpu::UniformWeightsView& w) : uniform(w) {}  // NOLINT: a view is a linear
+  DecodeLinear(const cpu::LutWeightsView& w) : lut(w), is_lut(true) {}  // NOLINT
+  int64_t rows() const { return is_lut ? lut.rows : uniform.rows; }
+  int64_t cols() const { return is_lut ? lut.cols : uniform.cols; }
+};
+
 // One decoder layer: host pointers, valid while the spec is used.
 struct DecodeLayerSpec {
-  cpu::UniformWeightsView q, k, v, o, gate, up, down;
+  DecodeLinear q, k, v, o, gate, up, down;
   const float* input_norm = nullptr;      // [hidden]
   const float* post_attn_norm = nullptr;  // [hidden]
 };
@@ -39,7 +54,7 @@ struct DecodeModelSpec {
 
 // Why the decoders cannot run `spec` with `batch` sequences of `capacity` positions ("" when
 // they can): inconsistent shapes or views, no layers, sizes the GEMVs refuse (columns and
-// groups multiples of 32, rows of x multiples of 8 values), rotary tables shorter than the
+// groups multiples of 32, rows of x multiples of 8 values, U16 CSR columns beyond 65536), rotary tables shorter than the
 // capacity, attention limits (attention_shape_problem), batch outside 1..kMaxGemvBatch.
 std::string decode_spec_problem(const DecodeModelSpec& spec, int64_t batch, int64_t capacity);
 

@@ -9,14 +9,17 @@
 namespace fsq::cuda {
 namespace {
 
-std::string view_problem(const char* name, const cpu::UniformWeightsView& w, int64_t rows, int64_t cols) {
+std::string view_problem(const char* name, const DecodeLinear& w, int64_t rows, int64_t cols) {
   const std::string who = std::string(name) + ": ";
-  if (cpu::check_uniform_view(w) != cpu::KernelStatus::Ok) return who + "inconsistent packed weight view";
-  if (w.rows != rows || w.cols != cols)
-    return who + "shape [" + std::to_string(w.rows) + " x " + std::to_string(w.cols) + "], expected [" +
+  const bool consistent = w.is_lut ? cpu::check_lut_view(w.lut) == cpu::KernelStatus::Ok
+                                   : cpu::check_uniform_view(w.uniform) == cpu::KernelStatus::Ok;
+  if (!consistent) return who + "inconsistent packed weight view";
+  if (w.rows() != rows || w.cols() != cols)
+    return who + "shape [" + std::to_string(w.rows()) + " x " + std::to_string(w.cols()) + "], expected [" +
            std::to_string(rows) + " x " + std::to_string(cols) + "]";
   // The CUDA GEMVs' unit of work along a row is 32 codes.
-  if (w.cols % 32 != 0 || w.group_cols % 32 != 0) return who + "columns and group size must be multiples of 32";
+  if (w.cols() % 32 != 0 || (!w.is_lut && w.uniform.group_cols % 32 != 0))
+    return who + "columns and group size must be multiples of 32";
   return "";
 }
 
@@ -34,16 +37,19 @@ struct ReferenceOps {
     return "";
   }
   // The spec's matmul (double sums) on the act values as floats, rounded to act once.
-  std::string gemv(const cpu::UniformWeightsView& w, const uint16_t* x, int64_t m, int64_t x_stride, uint16_t* y,
+  std::string gemv(const DecodeLinear& w, const uint16_t* x, int64_t m, int64_t x_stride, uint16_t* y,
                    int64_t y_stride, ActType act) {
-    x_rows.resize(static_cast<size_t>(m * w.cols));
-    y_rows.resize(static_cast<size_t>(m * w.rows));
+    const int64_t rows = w.rows(), cols = w.cols();
+    x_rows.resize(static_cast<size_t>(m * cols));
+    y_rows.resize(static_cast<size_t>(m * rows));
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t k = 0; k < w.cols; ++k) x_rows[i * w.cols + k] = from_act_bits(x[i * x_stride + k], act);
-    if (cpu::uniform_matmul_reference(w, x_rows.data(), m, w.cols, y_rows.data(), w.rows) != cpu::KernelStatus::Ok)
-      return "reference GEMV: bad arguments";
+      for (int64_t k = 0; k < cols; ++k) x_rows[i * cols + k] = from_act_bits(x[i * x_stride + k], act);
+    const cpu::KernelStatus status =
+        w.is_lut ? cpu::lut_matmul_reference(w.lut, x_rows.data(), m, cols, y_rows.data(), rows)
+                 : cpu::uniform_matmul_reference(w.uniform, x_rows.data(), m, cols, y_rows.data(), rows);
+    if (status != cpu::KernelStatus::Ok) return "reference GEMV: bad arguments";
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t n = 0; n < w.rows; ++n) y[i * y_stride + n] = to_act_bits(y_rows[i * w.rows + n], act);
+      for (int64_t n = 0; n < rows; ++n) y[i * y_stride + n] = to_act_bits(y_rows[i * rows + n], act);
     return "";
   }
   std::string rope_append(const AttentionShape& s, const uint16_t* q, const uint16_t* k, const uint16_t* v,
@@ -82,15 +88,16 @@ std::string decode_spec_problem(const DecodeModelSpec& s, int64_t batch, int64_t
   if (!s.final_norm || !s.rope_cos || !s.rope_sin) return "missing final norm or rotary tables";
   if (s.rope_positions < capacity) return "rotary tables shorter than the capacity";
   const int64_t q_width = s.heads * s.head_dim, kv_width = s.kv_heads * s.head_dim;
-  if (std::string why = view_problem("embedding", s.embedding, s.vocab, s.hidden); !why.empty()) return why;
-  if (std::string why = view_problem("lm_head", s.head, s.vocab, s.hidden); !why.empty()) return why;
+  if (std::string why = view_problem("embedding", DecodeLinear(s.embedding), s.vocab, s.hidden); !why.empty())
+    return why;
+  if (std::string why = view_problem("lm_head", DecodeLinear(s.head), s.vocab, s.hidden); !why.empty()) return why;
   for (size_t i = 0; i < s.layers.size(); ++i) {
     const DecodeLayerSpec& L = s.layers[i];
     const std::string layer = "layer " + std::to_string(i) + " ";
     if (!L.input_norm || !L.post_attn_norm) return layer + "norm missing";
     const struct {
       const char* name;
-      const cpu::UniformWeightsView& w;
+      const DecodeLinear& w;
       int64_t rows, cols;
     } linears[] = {{"q_proj", L.q, q_width, s.hidden},         {"k_proj", L.k, kv_width, s.hidden},
                    {"v_proj", L.v, kv_width, s.hidden},        {"o_proj", L.o, s.hidden, q_width},

@@ -27,9 +27,10 @@ struct DeviceOps {
                        ActType act) {
     return rms_norm_to_act(x, w, rows, cols, eps, y, act, stream);
   }
-  std::string gemv(const cpu::UniformWeightsView& w, const uint16_t* x, int64_t m, int64_t x_stride, uint16_t* y,
+  std::string gemv(const DecodeLinear& w, const uint16_t* x, int64_t m, int64_t x_stride, uint16_t* y,
                    int64_t y_stride, ActType act) {
-    return uniform_gemv(w, x, m, x_stride, y, y_stride, act, stream);
+    return w.is_lut ? lut_gemv(w.lut, x, m, x_stride, y, y_stride, act, stream)
+                    : uniform_gemv(w.uniform, x, m, x_stride, y, y_stride, act, stream);
   }
   std::string rope_append(const AttentionShape& s, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                           int64_t stride, ActType act, const float* cos, const float* sin, const int32_t* pos,
@@ -82,7 +83,7 @@ class DeviceDecoder final : public Decoder {
       for (auto [src, dst] : {std::pair{&from.q, &to.q}, std::pair{&from.k, &to.k}, std::pair{&from.v, &to.v},
                               std::pair{&from.o, &to.o}, std::pair{&from.gate, &to.gate},
                               std::pair{&from.up, &to.up}, std::pair{&from.down, &to.down}})
-        if (!(e = upload_view(*src, dst)).empty()) return e;
+        if (!(e = upload_linear(*src, dst)).empty()) return e;
       if (!(e = upload(from.input_norm, host.hidden, &to.input_norm)).empty()) return e;
       if (!(e = upload(from.post_attn_norm, host.hidden, &to.post_attn_norm)).empty()) return e;
     }
@@ -172,6 +173,24 @@ class DeviceDecoder final : public Decoder {
     if (std::string e = zeroed(count, &p); !e.empty()) return e;
     *out = p;
     return detail::error_text(cudaMemcpy(p, host, static_cast<size_t>(count) * sizeof(T), cudaMemcpyHostToDevice));
+  }
+
+  std::string upload_linear(const DecodeLinear& host, DecodeLinear* dev) {
+    *dev = host;
+    if (!host.is_lut) return upload_view(host.uniform, &dev->uniform);
+    const cpu::LutWeightsView& w = host.lut;
+    cpu::LutWeightsView& d = dev->lut;
+    std::string e = upload(w.words, w.rows * w.words_per_row, &d.words);
+    if (e.empty()) e = upload(w.lut, w.rows << w.bits, &d.lut);
+    if (e.empty() && w.row_ptr != nullptr) e = upload(w.row_ptr, w.rows + 1, &d.row_ptr);
+    if (e.empty() && w.nnz > 0) e = upload(w.val, w.nnz, &d.val);
+    if (e.empty() && w.nnz > 0) {
+      const int64_t col_bytes = w.nnz * (w.col_type == cpu::LutColType::U16 ? 2 : 4);
+      const uint8_t* col = nullptr;
+      e = upload(static_cast<const uint8_t*>(w.col), col_bytes, &col);
+      d.col = col;
+    }
+    return e;
   }
 
   std::string upload_view(const cpu::UniformWeightsView& host, cpu::UniformWeightsView* dev) {

@@ -27,21 +27,28 @@ using test::RandomUniform;
 constexpr int64_t kBatch = 3, kCapacity = 40;
 
 // A 2-layer model of random packed matrices (W4 g32 asymmetric linears, a W8 g64 symmetric
-// embedding, a separate W3 g32 head), random norm gains near 1, LLaMA rotary tables.
+// embedding, a separate W3 g32 head), random norm gains near 1, LLaMA rotary tables. With
+// `lut`, the second layer's linears are LUT ones instead: LUT-3 with a 1 % CSR part, o_proj
+// and down_proj LUT-4 dense-only.
 struct RandomModel {
   static constexpr int64_t kHidden = 128, kInter = 224, kHeads = 4, kKvHeads = 2, kDim = 32, kVocab = 1000;
   std::vector<std::unique_ptr<RandomUniform>> matrices;
+  std::vector<std::unique_ptr<test::RandomLut>> luts;
   std::vector<std::vector<float>> norms;
   std::vector<float> cos, sin;
   cuda::DecodeModelSpec spec;
 
-  RandomModel() {
+  explicit RandomModel(bool lut = false) {
     spec.hidden = kHidden, spec.intermediate = kInter, spec.heads = kHeads, spec.kv_heads = kKvHeads;
     spec.head_dim = kDim, spec.vocab = kVocab, spec.rms_norm_eps = 1e-5f;
     uint32_t seed = 100;
     const auto matrix = [&](int64_t rows, int64_t cols, int bits, int64_t group, bool asym) {
       matrices.push_back(std::make_unique<RandomUniform>(rows, cols, bits, group, asym, seed++));
       return matrices.back()->view;
+    };
+    const auto lut_matrix = [&](int64_t rows, int64_t cols, int bits, double sparse) {
+      luts.push_back(std::make_unique<test::RandomLut>(rows, cols, bits, sparse, seed++));
+      return luts.back()->view;
     };
     const auto norm = [&]() {
       std::mt19937 rng(seed++);
@@ -62,6 +69,15 @@ struct RandomModel {
       L.gate = matrix(kInter, kHidden, 4, 32, true);
       L.up = matrix(kInter, kHidden, 4, 32, true);
       L.down = matrix(kHidden, kInter, 4, 32, true);
+      if (lut && l == 1) {
+        L.q = lut_matrix(kHeads * kDim, kHidden, 3, 0.01);
+        L.k = lut_matrix(kKvHeads * kDim, kHidden, 3, 0.01);
+        L.v = lut_matrix(kKvHeads * kDim, kHidden, 3, 0.01);
+        L.o = lut_matrix(kHidden, kHeads * kDim, 4, 0.0);
+        L.gate = lut_matrix(kInter, kHidden, 3, 0.01);
+        L.up = lut_matrix(kInter, kHidden, 3, 0.01);
+        L.down = lut_matrix(kHidden, kInter, 4, 0.0);
+      }
       L.input_norm = norm();
       L.post_attn_norm = norm();
       spec.layers.push_back(L);
@@ -82,7 +98,7 @@ void greedy(const std::vector<float>& logits, std::vector<int32_t>& ids) {
 }
 
 TEST(CudaDecoder, ReferenceDecoderRunsTheRandomModel) {
-  const RandomModel m;
+  const RandomModel m(/*lut=*/true);
   ASSERT_EQ(cuda::decode_spec_problem(m.spec, kBatch, kCapacity), "");
   cuda::ReferenceDecoder reference(m.spec, kBatch, kCapacity, ActType::F16);
   std::vector<int32_t> ids = {0, 5, 999};
@@ -96,9 +112,11 @@ TEST(CudaDecoder, ReferenceDecoderRunsTheRandomModel) {
   EXPECT_FALSE(std::equal(logits.begin(), logits.begin() + RandomModel::kVocab, logits.begin() + RandomModel::kVocab));
 }
 
-TEST(CudaDecoder, DeviceDecoderMatchesTheReferenceDecoder) {
+class CudaDecoderOnDevice : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CudaDecoderOnDevice, MatchesTheReferenceDecoder) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no GPU: " << cuda::describe();
-  const RandomModel m;
+  const RandomModel m(GetParam());
   for (ActType act : {ActType::F16, ActType::BF16}) {
     cuda::ReferenceDecoder reference(m.spec, kBatch, kCapacity, act);
     std::unique_ptr<cuda::Decoder> graph, direct;
@@ -116,11 +134,17 @@ TEST(CudaDecoder, DeviceDecoderMatchesTheReferenceDecoder) {
       worst = std::max(worst, test::nmse(got.data(), want.data(), static_cast<int64_t>(want.size())));
       greedy(want, ids);
     }
-    std::printf("device decoder (%s) vs reference decoder, random 2-layer model: worst logit NMSE %.3g over %ld steps\n",
-                cuda::act_type_name(act), worst, static_cast<long>(kCapacity));
+    std::printf("device decoder (%s) vs reference decoder, random 2-layer %s model: worst logit NMSE %.3g over %ld "
+                "steps\n",
+                cuda::act_type_name(act), GetParam() ? "uniform + LUT" : "uniform", worst, static_cast<long>(kCapacity));
     EXPECT_LE(worst, logit_nmse_bound(act)) << cuda::act_type_name(act);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Linears, CudaDecoderOnDevice, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "uniform_and_lut" : "uniform");
+                         });
 
 }  // namespace
 }  // namespace fsq
