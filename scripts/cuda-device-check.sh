@@ -2,7 +2,7 @@
 # The GPU checks of the CUDA backend, in one run on a machine with a GPU (the device tool's
 # lent H100/H200): the backend test suite (kernels, decode ops, the whole decode step against
 # its host reference), the same suite under compute-sanitizer memcheck, the kernel benchmark,
-# the decoder's tokens/s at LLaMA-2-7B's shape (W4, LUT-3) and the PyTorch baselines of the same run.
+# the decoder's tokens/s at LLaMA-2-7B's shape (W4, LUT-3, fp16) and the PyTorch baselines of the same run.
 # Needs prebuilt binaries (FSQ_CUDA_ARCHS=90 for Hopper keeps them small):
 #   scripts/build.sh -DFSQ_CUDA_ARCHS=90 (or any build folder) then, on the GPU machine,
 #   scripts/cuda-device-check.sh BUILD_DIR OUT_DIR
@@ -32,9 +32,10 @@ else
 fi
 echo "== kernel benchmark"
 "$build/tests/bench/bench_cuda_kernels" --json "$out/bench.json" | tee "$out/bench.txt" || status=1
-echo "== decode end to end: the CUDA decoder at LLaMA-2-7B's shape, random W4 g128 and LUT-3 + 0.45 % CSR weights"
+echo "== decode end to end: the CUDA decoder at LLaMA-2-7B's shape, random W4 g128, LUT-3 + 0.45 % CSR and fp16 weights"
 "$build/tests/bench/bench_cuda_decode" --layers 32 --bits 4 --batches 1,4,16 | tee "$out/decode.txt" || status=1
 "$build/tests/bench/bench_cuda_decode" --layers 32 --bits 3 --lut --batches 1,16 | tee -a "$out/decode.txt" || status=1
+"$build/tests/bench/bench_cuda_decode" --layers 32 --bits 16 --batches 1 | tee -a "$out/decode.txt" || status=1
 echo "== PyTorch baselines"
 PYTHONUNBUFFERED=1 python3 "$root/scripts/cuda-torch-baselines.py" "$out/bench.json" --json "$out/torch.json" \
   | tee "$out/baselines.txt" || status=1

@@ -2,6 +2,10 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
+#include "common/half.h"
+
 #include "runtime/lut_linear.h"
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
@@ -18,15 +22,38 @@ std::string packed_view(const Linear& linear, cpu::UniformWeightsView* view) {
   return "";
 }
 
-// The same for a decoder layer's linear, which may also be a LUT one (SqueezeLLM).
-std::string packed_linear(const Linear& linear, cuda::DecodeLinear* out) {
+// A dense f32 matrix [rows, cols] rounded to fp16 into spec->half_weights, or why not.
+std::string half_view(const at::Tensor& w, const char* name, CudaDecodeSpec* spec, cuda::HalfWeightsView* view) {
+  if (!w.defined() || w.scalar_type() != at::kFloat || !w.device().is_cpu() || !w.is_contiguous() || w.dim() != 2)
+    return std::string(name) + " is not an f32 matrix on the CPU";
+  const float* p = w.data_ptr<float>();
+  const int64_t n = w.numel();
+  std::vector<uint16_t> half(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(std::abs(p[i]) <= 65504.0f)) return std::string(name) + " holds a value beyond fp16's range";
+    half[i] = f32_to_f16(p[i]);
+  }
+  spec->half_weights.push_back(std::move(half));
+  *view = cuda::HalfWeightsView{spec->half_weights.back().data(), w.size(0), w.size(1)};
+  return "";
+}
+
+// The same for a decoder layer's linear, which may also be a LUT one (SqueezeLLM) or dense.
+std::string packed_linear(const Linear& linear, CudaDecodeSpec* spec, cuda::DecodeLinear* out) {
   if (const auto* lut = dynamic_cast<const LutLinear*>(&linear)) {
     if (lut->has_bias()) return linear.describe() + " has a bias";
     *out = cuda::DecodeLinear(lut->weights_view());
     return "";
   }
+  if (const auto* dense = dynamic_cast<const DenseLinear*>(&linear)) {
+    if (dense->bias()) return linear.describe() + " has a bias";
+    cuda::HalfWeightsView view;
+    if (std::string why = half_view(dense->weight(), "a dense linear", spec, &view); !why.empty()) return why;
+    *out = cuda::DecodeLinear(view);
+    return "";
+  }
   if (dynamic_cast<const QuantLinear*>(&linear) == nullptr)
-    return linear.describe() + " is neither a packed uniform nor a LUT linear";
+    return linear.describe() + " is neither a packed uniform, a LUT nor a dense linear";
   cpu::UniformWeightsView view;
   if (std::string why = packed_view(linear, &view); !why.empty()) return why;
   *out = cuda::DecodeLinear(view);
@@ -44,14 +71,26 @@ std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, Cu
   const ModelConfig& c = model.config();
   if (model.options().compute_dtype != at::kFloat) return "the CUDA decoder takes models loaded in f32 compute";
   if (model.integer_only()) return "integer-only checkpoints run on their own path";
-  if (model.packed_embedding() == nullptr) return "the embedding is not packed (quantize with --head-bits 4 or 8)";
   cuda::DecodeModelSpec& s = out->spec;
   s = {};
+  out->half_weights.clear();
   s.hidden = c.hidden_size, s.intermediate = c.intermediate_size, s.heads = c.num_heads;
   s.kv_heads = c.num_kv_heads, s.head_dim = c.head_dim, s.vocab = c.vocab_size;
   s.rms_norm_eps = static_cast<float>(c.rms_norm_eps);
-  s.embedding = model.packed_embedding()->weights_view();
-  if (std::string why = packed_view(model.lm_head(), &s.head); !why.empty()) return "lm_head: " + why;
+  if (model.packed_embedding() != nullptr) {
+    s.embedding = model.packed_embedding()->weights_view();
+  } else {
+    cuda::HalfWeightsView view;
+    if (std::string why = half_view(model.embedding(), "the embedding", out, &view); !why.empty()) return why;
+    s.embedding = view;
+  }
+  const auto* dense_head = dynamic_cast<const DenseLinear*>(&model.lm_head());
+  if (dense_head != nullptr && model.packed_embedding() == nullptr &&
+      dense_head->weight().data_ptr() == model.embedding().data_ptr()) {
+    s.head = s.embedding;  // tied: one fp16 copy
+  } else if (std::string why = packed_linear(model.lm_head(), out, &s.head); !why.empty()) {
+    return "lm_head: " + why;
+  }
   if (!f32_vector(model.final_norm(), c.hidden_size)) return "the final norm is not f32 [hidden]";
   s.final_norm = model.final_norm().data_ptr<float>();
   for (const DecoderLayer& L : model.layers()) {
@@ -63,7 +102,7 @@ std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, Cu
                    {L.o.get(), &layer.o},       {L.gate.get(), &layer.gate}, {L.up.get(), &layer.up},
                    {L.down.get(), &layer.down}};
     for (const auto& lin : linears)
-      if (std::string why = packed_linear(*lin.from, lin.to); !why.empty()) return why;
+      if (std::string why = packed_linear(*lin.from, out, lin.to); !why.empty()) return why;
     if (!f32_vector(L.input_norm, c.hidden_size) || !f32_vector(L.post_attn_norm, c.hidden_size))
       return "a layer norm is not f32 [hidden]";
     layer.input_norm = L.input_norm.data_ptr<float>();

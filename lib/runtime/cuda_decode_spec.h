@@ -15,12 +15,14 @@ class LlamaModel;
 struct CudaDecodeSpec {
   cuda::DecodeModelSpec spec;
   std::vector<float> rope_cos, rope_sin;  // [positions, head_dim], what spec.rope_* point at
+  std::vector<std::vector<uint16_t>> half_weights;  // dense f32 matrices rounded to fp16
 };
 
 // Fills *out for `positions` cached positions, or says why this model cannot run on the CUDA
-// decoders: every decoder linear must be a packed uniform or LUT (squeezellm) matrix, the
-// embedding and the head packed uniform ones, none with a bias (an `fsq quantize` rtn, awq or
-// squeezellm checkpoint of a LLaMA-family model, --head-bits 4 or 8), in f32 compute.
+// decoders: every decoder linear must be a packed uniform or LUT (squeezellm) matrix or a
+// dense f32 one (rounded to fp16 here, so its values must lie within fp16's range), the
+// embedding and the head packed uniform or dense, none with a bias (a source model or an
+// `fsq quantize` rtn, awq or squeezellm checkpoint of a LLaMA-family model), in f32 compute.
 std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, CudaDecodeSpec* out);
 
 }  // namespace fsq

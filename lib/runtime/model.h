@@ -137,6 +137,7 @@ class LlamaModel {
   // The head's parts, for backends that run the model outside these layers
   // (runtime/cuda_decode_spec.h): the packed embedding (null when dense), norm and head.
   const QuantLinear* packed_embedding() const { return packed_embed_.get(); }
+  const at::Tensor& embedding() const { return embed_; }  // undefined when packed
   const at::Tensor& final_norm() const { return final_norm_; }
   const Linear& lm_head() const { return *lm_head_; }
   // Rotary tables covering positions [0, end), built on first use; throws fsq::Error when

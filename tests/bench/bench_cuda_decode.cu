@@ -6,14 +6,17 @@
 // embedding rows it looks up, the KV cache up to the step's position) over the read kernel's
 // GB/s measured in the same run.
 //
-//   bench_cuda_decode [--layers 32] [--bits 4|3|8] [--lut] [--steps 128] [--batches 1,4,16]
+//   bench_cuda_decode [--layers 32] [--bits 4|3|8|16] [--lut] [--steps 128] [--batches 1,4,16]
 //
-// --lut: the linears are LUT-<bits> (bits 3 or 4, SqueezeLLM) with a 0.45 % CSR part.
+// --bits 16: an fp16 model (linears, embedding and head), the baseline. --lut: the linears are
+// LUT-<bits> (bits 3 or 4, SqueezeLLM) with a 0.45 % CSR part.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -106,7 +109,8 @@ std::vector<int64_t> parse_list(const std::string& s) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_cuda_decode [--layers N] [--bits 4|3|8] [--lut] [--steps N] [--batches 1,4,16]\n");
+  std::fprintf(stderr,
+               "usage: bench_cuda_decode [--layers N] [--bits 4|3|8|16] [--lut] [--steps N] [--batches 1,4,16]\n");
   return 2;
 }
 
@@ -130,7 +134,8 @@ int main(int argc, char** argv) {
     else if (a == "--batches") batches = parse_list(argv[++i]);
     else return usage();
   }
-  if (layers < 1 || steps < 2 || (bits != 3 && bits != 4 && bits != 8) || (lut && bits == 8) || batches.empty())
+  if (layers < 1 || steps < 2 || (bits != 3 && bits != 4 && bits != 8 && bits != 16) || (lut && bits > 4) ||
+      batches.empty())
     return usage();
   // Linears W<bits> g128 (8-bit: symmetric), as fsq quantize writes them; embedding and head
   // 8-bit g64 symmetric (--head-bits 8); norm gains 1; LLaMA rotary tables.
@@ -138,6 +143,18 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<Matrix>> matrices;
   std::vector<std::unique_ptr<LutMatrix>> lut_matrices;
   uint64_t seed = 1;
+  // fp16 matrices repeat one random block of 64 Ki values (made once): 13 GB of fp16 at this
+  // shape would take a minute to draw value by value, and speed does not depend on values.
+  std::vector<uint16_t> half_block(size_t{1} << 16);
+  for (uint16_t& v : half_block) v = fsq::f32_to_f16(0.02f * (static_cast<float>(splitmix64(seed) % 200) - 100.f) / 100);
+  std::vector<std::vector<uint16_t>> half_matrices;
+  half_matrices.reserve(static_cast<size_t>(7 * layers + 2));  // views point into the elements
+  const auto half_matrix = [&](int64_t rows, int64_t cols) {
+    std::vector<uint16_t>& m = half_matrices.emplace_back(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < m.size(); i += half_block.size())
+      std::memcpy(m.data() + i, half_block.data(), std::min(half_block.size(), m.size() - i) * sizeof(uint16_t));
+    return fsq::cuda::DecodeLinear(fsq::cuda::HalfWeightsView{m.data(), rows, cols});
+  };
   const bool asym = bits != 8;
   const auto matrix = [&](int64_t rows, int64_t cols, int b, int64_t group, bool a) {
     matrices.push_back(std::make_unique<Matrix>(rows, cols, b, group, a, seed++));
@@ -145,6 +162,7 @@ int main(int argc, char** argv) {
   };
   // A linear of the layers: W<bits> g128, or LUT-<bits> with 0.45 % sparse.
   const auto linear = [&](int64_t rows, int64_t cols) -> fsq::cuda::DecodeLinear {
+    if (bits == 16) return half_matrix(rows, cols);
     if (!lut) return matrix(rows, cols, bits, 128, asym);
     lut_matrices.push_back(std::make_unique<LutMatrix>(rows, cols, bits, 0.0045, seed++));
     return lut_matrices.back()->view;
@@ -152,9 +170,16 @@ int main(int argc, char** argv) {
   fsq::cuda::DecodeModelSpec spec;
   spec.hidden = kHidden, spec.intermediate = kInter, spec.heads = kHeads, spec.kv_heads = kKvHeads;
   spec.head_dim = kDim, spec.vocab = kVocab, spec.rms_norm_eps = 1e-5f;
-  spec.embedding = matrix(kVocab, kHidden, 8, 64, false);
-  const size_t embedding_row_bytes = matrices.back()->row_bytes();
-  spec.head = matrix(kVocab, kHidden, 8, 64, false);
+  size_t embedding_row_bytes = 0;
+  if (bits == 16) {
+    spec.embedding = half_matrix(kVocab, kHidden);
+    spec.head = half_matrix(kVocab, kHidden);
+    embedding_row_bytes = kHidden * 2;
+  } else {
+    spec.embedding = matrix(kVocab, kHidden, 8, 64, false);
+    embedding_row_bytes = matrices.back()->row_bytes();
+    spec.head = matrix(kVocab, kHidden, 8, 64, false);
+  }
   const std::vector<float> ones(kHidden, 1.f);
   for (int64_t l = 0; l < layers; ++l) {
     fsq::cuda::DecodeLayerSpec L;
@@ -174,13 +199,15 @@ int main(int argc, char** argv) {
   fsq::test::llama_rope_tables(capacity, kDim, cos, sin);
   spec.rope_cos = cos.data(), spec.rope_sin = sin.data(), spec.rope_positions = capacity;
   size_t weight_bytes = 0;
-  for (size_t i = 1; i < matrices.size(); ++i) weight_bytes += matrices[i]->bytes();  // all but the embedding
+  for (size_t i = bits == 16 ? 0 : 1; i < matrices.size(); ++i) weight_bytes += matrices[i]->bytes();  // not the embedding
   for (const auto& m : lut_matrices) weight_bytes += m->bytes();
-  const std::string kind = lut ? "lut" + std::to_string(bits) + " + 0.45 % CSR"
-                               : "w" + std::to_string(bits) + "g128" + (asym ? "a" : "s");
-  std::printf("LLaMA-2-7B shape, %ld layers, linears %s, embedding/head w8g64s: %.2f GB read per step "
+  for (size_t i = bits == 16 ? 1 : 0; i < half_matrices.size(); ++i) weight_bytes += half_matrices[i].size() * 2;
+  const std::string kind = bits == 16 ? "fp16"
+                           : lut      ? "lut" + std::to_string(bits) + " + 0.45 % CSR"
+                                      : "w" + std::to_string(bits) + "g128" + (asym ? "a" : "s");
+  std::printf("LLaMA-2-7B shape, %ld layers, linears %s, embedding/head %s: %.2f GB read per step "
               "(random weights made in %.1f s)\n",
-              static_cast<long>(layers), kind.c_str(), weight_bytes / 1e9,
+              static_cast<long>(layers), kind.c_str(), bits == 16 ? "fp16" : "w8g64s", weight_bytes / 1e9,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
   // The spec is checked before any device work, so a machine without a GPU checks it too.

@@ -101,7 +101,7 @@ TEST_F(CudaDecode, ReferenceDecoderFollowsTheCpuRuntimeOnLutCheckpoints) {
     const auto model = ModelFiles::open(cfg.out).load(exact);
     CudaDecodeSpec spec;
     ASSERT_EQ(make_cuda_decode_spec(*model, kSteps, &spec), "");
-    ASSERT_TRUE(spec.spec.layers[0].down.is_lut);
+    ASSERT_EQ(spec.spec.layers[0].down.kind, cuda::DecodeLinear::Kind::Lut);
     EXPECT_GT(spec.spec.layers[0].down.lut.nnz, 0) << "the CSR part is exercised";
     cuda::ReferenceDecoder reference(spec.spec, kBatch, kSteps, ActType::F16);
     const double worst = worst_nmse_against_cpu(*model, reference);
@@ -124,10 +124,26 @@ TEST_F(CudaDecode, DecodersRefuseWhatTheyCannotRun) {
   const int32_t bad_id = static_cast<int32_t>(model_->config().vocab_size), good_id = 3;
   EXPECT_NE(reference.step(&bad_id, 0, logits.data()).find("vocabulary"), std::string::npos);
   EXPECT_NE(reference.step(&good_id, kSteps, logits.data()).find("outside the cache"), std::string::npos);
-  // The f32 source model has no packed linears to upload.
+  // A model loaded in bf16 compute.
+  RuntimeOptions bf16;
+  bf16.compute_dtype = at::kBFloat16;
+  const std::unique_ptr<LlamaModel> narrow = ModelFiles::open(fx_->model).load(bf16);
+  CudaDecodeSpec narrow_spec;
+  EXPECT_NE(make_cuda_decode_spec(*narrow, kSteps, &narrow_spec).find("f32 compute"), std::string::npos);
+}
+
+// The f32 source model: its linears, embedding and head rounded to fp16 at upload.
+TEST_F(CudaDecode, ReferenceDecoderFollowsTheCpuRuntimeOnTheDenseModel) {
+  set_threads(2);
   const std::unique_ptr<LlamaModel> dense = ModelFiles::open(fx_->model).load(RuntimeOptions{});
-  CudaDecodeSpec dense_spec;
-  EXPECT_NE(make_cuda_decode_spec(*dense, kSteps, &dense_spec).find("not packed"), std::string::npos);
+  CudaDecodeSpec spec;
+  ASSERT_EQ(make_cuda_decode_spec(*dense, kSteps, &spec), "");
+  EXPECT_EQ(spec.spec.embedding.kind, cuda::DecodeLinear::Kind::Half);
+  EXPECT_EQ(spec.spec.layers[2].gate.kind, cuda::DecodeLinear::Kind::Half);
+  cuda::ReferenceDecoder reference(spec.spec, kBatch, kSteps, ActType::F16);
+  const double worst = worst_nmse_against_cpu(*dense, reference);
+  std::printf("reference decoder (f16 weights and values) vs CPU f32, dense model: worst logit NMSE %.3g\n", worst);
+  EXPECT_LE(worst, kF16LogitNmse);
 }
 
 TEST_F(CudaDecode, GreedyGenerationOnADecoderFeedsThePromptThenItsArgmaxTokens) {

@@ -38,7 +38,7 @@ TEST(SmolLM2CudaDecode, ReferenceDecoderFollowsTheCpuRuntime) {
   const auto model = ModelFiles::open(cfg.out).load(exact);
   CudaDecodeSpec spec;
   ASSERT_EQ(make_cuda_decode_spec(*model, kSteps, &spec), "");
-  EXPECT_EQ(spec.spec.head.words, spec.spec.embedding.words) << "SmolLM2's head is its embedding";
+  EXPECT_EQ(spec.spec.head.data(), spec.spec.embedding.data()) << "SmolLM2's head is its embedding";
   cuda::ReferenceDecoder reference(spec.spec, 1, kSteps, cuda::ActType::F16);
   KVCache cache = model->new_cache(1, kSteps);
   const int64_t vocab = model->config().vocab_size;

@@ -1,6 +1,6 @@
 // A whole decode step on the CUDA backend: a LLaMA-family model whose linears are packed
-// uniform or LUT (SqueezeLLM, with its CSR part) matrices and whose embedding and head are
-// packed uniform matrices, one token for each of up to 16 sequences per step, with
+// uniform, LUT (SqueezeLLM, with its CSR part) or fp16 matrices and whose embedding and head
+// are packed uniform or fp16 ones, one token for each of up to 16 sequences per step, with
 // the KV cache on the device and the step captured once in a CUDA graph and replayed
 // (DeviceDecoder). ReferenceDecoder runs the same step, in the same order, on the host
 // references of every op (decode_ops.h, cpu::uniform_matmul_reference): it is the spec the
@@ -16,20 +16,29 @@
 #include "runtime/cpu/lut_kernels.h"
 #include "runtime/cpu/uniform_kernels.h"
 #include "runtime/cuda/decode_ops.h"
+#include "runtime/cuda/dense_gemv.h"
 
 namespace fsq::cuda {
 
-// One linear of a layer: a packed uniform matrix, or a LUT one (with its CSR part, which the
-// loader has checked: cpu::check_lut_sparse).
+// One weight matrix of the step: a packed uniform one, a LUT one (with its CSR part, which the
+// loader has checked: cpu::check_lut_sparse), or fp16 values.
 struct DecodeLinear {
+  enum class Kind { Uniform, Lut, Half };
+  Kind kind = Kind::Uniform;
   cpu::UniformWeightsView uniform;
   cpu::LutWeightsView lut;
-  bool is_lut = false;
+  HalfWeightsView half;
   DecodeLinear() = default;
   DecodeLinear(const cpu::UniformWeightsView& w) : uniform(w) {}  // NOLINT: a view is a linear
-  DecodeLinear(const cpu::LutWeightsView& w) : lut(w), is_lut(true) {}  // NOLINT
-  int64_t rows() const { return is_lut ? lut.rows : uniform.rows; }
-  int64_t cols() const { return is_lut ? lut.cols : uniform.cols; }
+  DecodeLinear(const cpu::LutWeightsView& w) : kind(Kind::Lut), lut(w) {}  // NOLINT
+  DecodeLinear(const HalfWeightsView& w) : kind(Kind::Half), half(w) {}  // NOLINT
+  int64_t rows() const { return kind == Kind::Lut ? lut.rows : kind == Kind::Half ? half.rows : uniform.rows; }
+  int64_t cols() const { return kind == Kind::Lut ? lut.cols : kind == Kind::Half ? half.cols : uniform.cols; }
+  // The matrix's first array: two linears with the same one are the same matrix (a tied head).
+  const void* data() const {
+    return kind == Kind::Lut ? static_cast<const void*>(lut.words)
+                             : kind == Kind::Half ? static_cast<const void*>(half.data) : uniform.words;
+  }
 };
 
 // One decoder layer: host pointers, valid while the spec is used.
@@ -42,8 +51,8 @@ struct DecodeLayerSpec {
 struct DecodeModelSpec {
   int64_t hidden = 0, intermediate = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   float rms_norm_eps = 1e-5f;
-  cpu::UniformWeightsView embedding;  // [vocab, hidden]
-  cpu::UniformWeightsView head;       // [vocab, hidden] (the embedding again when tied)
+  DecodeLinear embedding;  // [vocab, hidden], uniform or fp16
+  DecodeLinear head;       // [vocab, hidden], uniform or fp16 (the embedding again when tied)
   const float* final_norm = nullptr;  // [hidden]
   std::vector<DecodeLayerSpec> layers;
   // Rotary tables [rope_positions, head_dim] (rotate_half layout, as runtime/rope.h builds).

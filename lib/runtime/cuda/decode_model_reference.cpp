@@ -11,14 +11,20 @@ namespace {
 
 std::string view_problem(const char* name, const DecodeLinear& w, int64_t rows, int64_t cols) {
   const std::string who = std::string(name) + ": ";
-  const bool consistent = w.is_lut ? cpu::check_lut_view(w.lut) == cpu::KernelStatus::Ok
-                                   : cpu::check_uniform_view(w.uniform) == cpu::KernelStatus::Ok;
+  using Kind = DecodeLinear::Kind;
+  if (w.kind == Kind::Half) {
+    if (w.half.data == nullptr) return who + "no fp16 values";
+    if (std::string why = dense_gemv_problem(w.half, 1); !why.empty()) return who + why;
+  }
+  const bool consistent = w.kind == Kind::Lut       ? cpu::check_lut_view(w.lut) == cpu::KernelStatus::Ok
+                          : w.kind == Kind::Uniform ? cpu::check_uniform_view(w.uniform) == cpu::KernelStatus::Ok
+                                                    : true;
   if (!consistent) return who + "inconsistent packed weight view";
   if (w.rows() != rows || w.cols() != cols)
     return who + "shape [" + std::to_string(w.rows()) + " x " + std::to_string(w.cols()) + "], expected [" +
            std::to_string(rows) + " x " + std::to_string(cols) + "]";
   // The CUDA GEMVs' unit of work along a row is 32 codes.
-  if (w.cols() % 32 != 0 || (!w.is_lut && w.uniform.group_cols % 32 != 0))
+  if (w.kind != Kind::Half && (w.cols() % 32 != 0 || (w.kind == Kind::Uniform && w.uniform.group_cols % 32 != 0)))
     return who + "columns and group size must be multiples of 32";
   return "";
 }
@@ -27,8 +33,11 @@ std::string view_problem(const char* name, const DecodeLinear& w, int64_t rows, 
 struct ReferenceOps {
   std::vector<float> x_rows, y_rows;  // a GEMV's rows of x and y as floats
 
-  std::string embed(const cpu::UniformWeightsView& w, const int32_t* ids, int64_t batch, float* h) {
-    embed_uniform_rows_reference(w, ids, batch, h);
+  std::string embed(const DecodeLinear& w, const int32_t* ids, int64_t batch, float* h) {
+    if (w.kind == DecodeLinear::Kind::Half)
+      embed_half_rows_reference(w.half.data, w.half.rows, w.half.cols, ids, batch, h);
+    else
+      embed_uniform_rows_reference(w.uniform, ids, batch, h);
     return "";
   }
   std::string rms_norm(const float* x, const float* w, int64_t rows, int64_t cols, float eps, uint16_t* y,
@@ -44,9 +53,13 @@ struct ReferenceOps {
     y_rows.resize(static_cast<size_t>(m * rows));
     for (int64_t i = 0; i < m; ++i)
       for (int64_t k = 0; k < cols; ++k) x_rows[i * cols + k] = from_act_bits(x[i * x_stride + k], act);
-    const cpu::KernelStatus status =
-        w.is_lut ? cpu::lut_matmul_reference(w.lut, x_rows.data(), m, cols, y_rows.data(), rows)
-                 : cpu::uniform_matmul_reference(w.uniform, x_rows.data(), m, cols, y_rows.data(), rows);
+    cpu::KernelStatus status = cpu::KernelStatus::Ok;
+    if (w.kind == DecodeLinear::Kind::Half)
+      dense_matmul_f16_reference(w.half, x_rows.data(), m, cols, y_rows.data(), rows);
+    else if (w.kind == DecodeLinear::Kind::Lut)
+      status = cpu::lut_matmul_reference(w.lut, x_rows.data(), m, cols, y_rows.data(), rows);
+    else
+      status = cpu::uniform_matmul_reference(w.uniform, x_rows.data(), m, cols, y_rows.data(), rows);
     if (status != cpu::KernelStatus::Ok) return "reference GEMV: bad arguments";
     for (int64_t i = 0; i < m; ++i)
       for (int64_t n = 0; n < rows; ++n) y[i * y_stride + n] = to_act_bits(y_rows[i * rows + n], act);
@@ -88,9 +101,10 @@ std::string decode_spec_problem(const DecodeModelSpec& s, int64_t batch, int64_t
   if (!s.final_norm || !s.rope_cos || !s.rope_sin) return "missing final norm or rotary tables";
   if (s.rope_positions < capacity) return "rotary tables shorter than the capacity";
   const int64_t q_width = s.heads * s.head_dim, kv_width = s.kv_heads * s.head_dim;
-  if (std::string why = view_problem("embedding", DecodeLinear(s.embedding), s.vocab, s.hidden); !why.empty())
-    return why;
-  if (std::string why = view_problem("lm_head", DecodeLinear(s.head), s.vocab, s.hidden); !why.empty()) return why;
+  if (s.embedding.kind == DecodeLinear::Kind::Lut || s.head.kind == DecodeLinear::Kind::Lut)
+    return "the embedding and head must be uniform or fp16 matrices";
+  if (std::string why = view_problem("embedding", s.embedding, s.vocab, s.hidden); !why.empty()) return why;
+  if (std::string why = view_problem("lm_head", s.head, s.vocab, s.hidden); !why.empty()) return why;
   for (size_t i = 0; i < s.layers.size(); ++i) {
     const DecodeLayerSpec& L = s.layers[i];
     const std::string layer = "layer " + std::to_string(i) + " ";

@@ -67,6 +67,15 @@ __global__ void embed_uniform_rows_kernel(cpu::UniformWeightsView w, const int32
   }
 }
 
+__global__ void embed_half_rows_kernel(const __half* __restrict__ table, int64_t rows, int64_t cols,
+                                       const int32_t* __restrict__ ids, float* __restrict__ h) {
+  const int64_t id = ids[blockIdx.x];
+  float* out = h + static_cast<int64_t>(blockIdx.x) * cols;
+  const bool valid = id >= 0 && id < rows;
+  for (int64_t k = threadIdx.x; k < cols; k += blockDim.x)
+    out[k] = valid ? __half2float(table[id * cols + k]) : __int_as_float(0x7fc00000);
+}
+
 template <class Act>
 __global__ void rms_norm_act_kernel(const float* __restrict__ x, const float* __restrict__ w, int64_t cols, float eps,
                                     Act* __restrict__ y) {
@@ -183,6 +192,15 @@ std::string embed_uniform_rows(const cpu::UniformWeightsView& w, const int32_t* 
   embed_uniform_rows_kernel<<<static_cast<unsigned>(batch), kNormThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       w, ids, h);
   return launched("embed_uniform_rows");
+}
+
+std::string embed_half_rows(const uint16_t* table, int64_t rows, int64_t cols, const int32_t* ids, int64_t batch,
+                            float* h, void* stream) {
+  if (table == nullptr || ids == nullptr || h == nullptr) return "embed_half_rows: null pointer";
+  if (rows < 1 || cols < 1 || batch < 1 || batch > INT32_MAX) return "embed_half_rows: sizes must be positive";
+  embed_half_rows_kernel<<<static_cast<unsigned>(batch), kNormThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      reinterpret_cast<const __half*>(table), rows, cols, ids, h);
+  return launched("embed_half_rows");
 }
 
 std::string rms_norm_to_act(const float* x, const float* w, int64_t rows, int64_t cols, float eps, void* y, ActType act,

@@ -25,6 +25,11 @@ namespace fsq::cuda {
 std::string embed_uniform_rows(const cpu::UniformWeightsView& w, const int32_t* ids, int64_t batch, float* h,
                                void* stream = nullptr);
 
+// h[b, :] = row ids[b] of the fp16 matrix `table` [rows, cols] as f32 (exact); NaN for an id
+// out of range.
+std::string embed_half_rows(const uint16_t* table, int64_t rows, int64_t cols, const int32_t* ids, int64_t batch,
+                            float* h, void* stream = nullptr);
+
 // y[b, :] = act(w * x[b, :] / sqrt(mean(x[b, :]^2) + eps)), x f32 [rows, cols].
 std::string rms_norm_to_act(const float* x, const float* w, int64_t rows, int64_t cols, float eps, void* y, ActType act,
                             void* stream = nullptr);
@@ -69,6 +74,8 @@ std::string decode_attention(const AttentionShape& s, const float* q, const floa
 // uint16_t bits. Sums in double where the kernel sums in f32 with a fixed order, so the
 // tests' tolerances come from the f32 arithmetic alone.
 void embed_uniform_rows_reference(const cpu::UniformWeightsView& w, const int32_t* ids, int64_t batch, float* h);
+void embed_half_rows_reference(const uint16_t* table, int64_t rows, int64_t cols, const int32_t* ids, int64_t batch,
+                               float* h);
 void rms_norm_to_act_reference(const float* x, const float* w, int64_t rows, int64_t cols, float eps, uint16_t* y,
                                ActType act);
 void add_act_reference(float* h, const uint16_t* y, int64_t count, ActType act);

@@ -43,6 +43,13 @@ void embed_uniform_rows_reference(const cpu::UniformWeightsView& w, const int32_
   }
 }
 
+void embed_half_rows_reference(const uint16_t* table, int64_t rows, int64_t cols, const int32_t* ids, int64_t batch,
+                               float* h) {
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t k = 0; k < cols; ++k)
+      h[b * cols + k] = ids[b] >= 0 && ids[b] < rows ? f16_to_f32(table[ids[b] * cols + k]) : NAN;
+}
+
 void rms_norm_to_act_reference(const float* x, const float* w, int64_t rows, int64_t cols, float eps, uint16_t* y,
                                ActType act) {
   for (int64_t r = 0; r < rows; ++r) {

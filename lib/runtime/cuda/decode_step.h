@@ -87,7 +87,7 @@ std::string run_decode_step(const DecodeModelSpec& spec, const StepBuffers& b, c
     FSQ_DECODE_OP(ops.add(b.h, b.proj, batch * hidden, act));
   }
   FSQ_DECODE_OP(ops.rms_norm(b.h, spec.final_norm, batch, hidden, spec.rms_norm_eps, b.x, act));
-  FSQ_DECODE_OP(ops.gemv(DecodeLinear(spec.head), b.x, batch, hidden, b.logits, spec.vocab, act));
+  FSQ_DECODE_OP(ops.gemv(spec.head, b.x, batch, hidden, b.logits, spec.vocab, act));
 #undef FSQ_DECODE_OP
   return {};
 }

@@ -20,8 +20,10 @@ namespace {
 struct DeviceOps {
   cudaStream_t stream = nullptr;
 
-  std::string embed(const cpu::UniformWeightsView& w, const int32_t* ids, int64_t batch, float* h) {
-    return embed_uniform_rows(w, ids, batch, h, stream);
+  std::string embed(const DecodeLinear& w, const int32_t* ids, int64_t batch, float* h) {
+    if (w.kind == DecodeLinear::Kind::Half)
+      return embed_half_rows(w.half.data, w.half.rows, w.half.cols, ids, batch, h, stream);
+    return embed_uniform_rows(w.uniform, ids, batch, h, stream);
   }
   std::string rms_norm(const float* x, const float* w, int64_t rows, int64_t cols, float eps, uint16_t* y,
                        ActType act) {
@@ -29,8 +31,11 @@ struct DeviceOps {
   }
   std::string gemv(const DecodeLinear& w, const uint16_t* x, int64_t m, int64_t x_stride, uint16_t* y,
                    int64_t y_stride, ActType act) {
-    return w.is_lut ? lut_gemv(w.lut, x, m, x_stride, y, y_stride, act, stream)
-                    : uniform_gemv(w.uniform, x, m, x_stride, y, y_stride, act, stream);
+    switch (w.kind) {
+      case DecodeLinear::Kind::Lut: return lut_gemv(w.lut, x, m, x_stride, y, y_stride, act, stream);
+      case DecodeLinear::Kind::Half: return dense_gemv_f16(w.half, x, m, x_stride, y, y_stride, act, stream);
+      default: return uniform_gemv(w.uniform, x, m, x_stride, y, y_stride, act, stream);
+    }
   }
   std::string rope_append(const AttentionShape& s, const uint16_t* q, const uint16_t* k, const uint16_t* v,
                           int64_t stride, ActType act, const float* cos, const float* sin, const int32_t* pos,
@@ -69,12 +74,11 @@ class DeviceDecoder final : public Decoder {
     const int64_t batch = shape_.batch, capacity = shape_.capacity;
     spec_ = host;
     std::string e;
-    const cpu::UniformWeightsView embedding = host.embedding;
-    if (!(e = upload_view(host.embedding, &spec_.embedding)).empty()) return e;
-    const bool tied = host.head.words == embedding.words && host.head.scales == embedding.scales;
+    if (!(e = upload_linear(host.embedding, &spec_.embedding)).empty()) return e;
+    const bool tied = host.head.kind == host.embedding.kind && host.head.data() == host.embedding.data();
     if (tied)
       spec_.head = spec_.embedding;
-    else if (!(e = upload_view(host.head, &spec_.head)).empty())
+    else if (!(e = upload_linear(host.head, &spec_.head)).empty())
       return e;
     if (!(e = upload(host.final_norm, host.hidden, &spec_.final_norm)).empty()) return e;
     for (size_t i = 0; i < host.layers.size(); ++i) {
@@ -177,7 +181,8 @@ class DeviceDecoder final : public Decoder {
 
   std::string upload_linear(const DecodeLinear& host, DecodeLinear* dev) {
     *dev = host;
-    if (!host.is_lut) return upload_view(host.uniform, &dev->uniform);
+    if (host.kind == DecodeLinear::Kind::Half) return upload(host.half.data, host.half.rows * host.half.cols, &dev->half.data);
+    if (host.kind == DecodeLinear::Kind::Uniform) return upload_view(host.uniform, &dev->uniform);
     const cpu::LutWeightsView& w = host.lut;
     cpu::LutWeightsView& d = dev->lut;
     std::string e = upload(w.words, w.rows * w.words_per_row, &d.words);

@@ -3,6 +3,7 @@
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/decode_model.h"
 #include "runtime/cuda/decode_ops.h"
+#include "runtime/cuda/dense_gemv.h"
 #include "runtime/cuda/quant_gemv.h"
 
 namespace fsq::cuda {
@@ -37,6 +38,12 @@ std::string lut_gemv(const cpu::LutWeightsView&, const void*, int64_t, int64_t, 
 std::string synchronize() { return kNotCompiled; }
 
 std::string embed_uniform_rows(const cpu::UniformWeightsView&, const int32_t*, int64_t, float*, void*) {
+  return kNotCompiled;
+}
+std::string embed_half_rows(const uint16_t*, int64_t, int64_t, const int32_t*, int64_t, float*, void*) {
+  return kNotCompiled;
+}
+std::string dense_gemv_f16(const HalfWeightsView&, const void*, int64_t, int64_t, void*, int64_t, ActType, void*) {
   return kNotCompiled;
 }
 std::string rms_norm_to_act(const float*, const float*, int64_t, int64_t, float, void*, ActType, void*) {

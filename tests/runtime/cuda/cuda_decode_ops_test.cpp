@@ -15,6 +15,7 @@
 #include "runtime/cpu/uniform_kernels.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/decode_ops.h"
+#include "runtime/cuda/dense_gemv.h"
 
 namespace fsq {
 namespace {
@@ -223,6 +224,48 @@ TEST(CudaDecodeOpsOnDeviceExact, EmbeddingRowsAreBitIdenticalToTheReference) {
     const std::vector<float> got = dh.read(kF32Sentinel);
     for (size_t i = 0; i < 3 * 576; ++i) ASSERT_EQ(got[i], ref[i]) << bits << " bits, element " << i;
     for (size_t i = 3 * 576; i < got.size(); ++i) ASSERT_TRUE(std::isnan(got[i])) << "element " << i;
+  }
+}
+
+TEST(CudaDecodeOpsReference, DenseGemvNamesWhatItCannotTake) {
+  std::vector<uint16_t> w(16 * 12);
+  EXPECT_EQ(cuda::dense_gemv_problem({w.data(), 12, 16}, 16), "");
+  EXPECT_NE(cuda::dense_gemv_problem({w.data(), 16, 12}, 1).find("multiple of 8"), std::string::npos);
+  EXPECT_NE(cuda::dense_gemv_problem({w.data(), 12, 16}, 17).find("batch"), std::string::npos);
+}
+
+// The fp16-weight GEMV against its double-sum spec: odd rows, K = 4096 + 64, batches across
+// the kernel's tiers; per element (K + 2) f32 roundoffs of sum |x w| plus one ulp of act.
+TEST_P(CudaDecodeOpsOnDevice, DenseGemvMatchesReference) {
+  SKIP_WITHOUT_GPU();
+  const ActType act = GetParam();
+  const int64_t rows = 4099, cols = 4160;
+  const std::vector<uint16_t> w = random_act(rows * cols, 0.05f, 21, ActType::F16);
+  DeviceBuffer<uint16_t> dw(w, 0, 0);
+  for (int64_t m : {1, 3, 9, 16}) {
+    const int64_t x_stride = cols + 8;
+    const std::vector<uint16_t> x = random_act(m * x_stride, 1.f, 22, act);
+    std::vector<float> xf(x.size()), ref(m * rows), bound(m * rows, 0.f);
+    for (size_t i = 0; i < x.size(); ++i) xf[i] = cuda::from_act_bits(x[i], act);
+    const cuda::HalfWeightsView host{w.data(), rows, cols};
+    cuda::dense_matmul_f16_reference(host, xf.data(), m, x_stride, ref.data(), rows);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t n = 0; n < rows; ++n) {
+        double sum_abs = 0;
+        for (int64_t k = 0; k < cols; ++k)
+          sum_abs += std::abs(xf[i * x_stride + k] * cuda::from_act_bits(w[n * cols + k], ActType::F16));
+        bound[i * rows + n] = static_cast<float>((cols + 2) * kF32Epsilon * 2 * sum_abs);
+      }
+    DeviceBuffer<uint16_t> dx(x, 0, 0);
+    DeviceBuffer<uint16_t> dy(std::vector<uint16_t>(m * rows, kActSentinel), kGuard, kActSentinel);
+    ASSERT_EQ(cuda::dense_gemv_f16({dw.get(), rows, cols}, dx.get(), m, x_stride, dy.get(), rows, act), "");
+    ASSERT_EQ(cuda::synchronize(), "");
+    const std::vector<uint16_t> got = dy.read(kActSentinel);
+    for (int64_t i = 0; i < m * rows; ++i) {
+      const double g = cuda::from_act_bits(got[i], act);
+      ASSERT_TRUE(std::isfinite(g));
+      ASSERT_NEAR(g, ref[i], act_ulp(ref[i], act) + bound[i]) << "batch " << m << ", element " << i;
+    }
   }
 }
 

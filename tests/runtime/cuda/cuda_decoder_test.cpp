@@ -28,27 +28,40 @@ constexpr int64_t kBatch = 3, kCapacity = 40;
 
 // A 2-layer model of random packed matrices (W4 g32 asymmetric linears, a W8 g64 symmetric
 // embedding, a separate W3 g32 head), random norm gains near 1, LLaMA rotary tables. With
-// `lut`, the second layer's linears are LUT ones instead: LUT-3 with a 1 % CSR part, o_proj
-// and down_proj LUT-4 dense-only.
+// Linears::UniformAndLut the second layer's linears are LUT ones instead: LUT-3 with a 1 % CSR
+// part, o_proj and down_proj LUT-4 dense-only. Linears::Half: every matrix fp16.
+enum class Linears { Uniform, UniformAndLut, Half };
+
 struct RandomModel {
   static constexpr int64_t kHidden = 128, kInter = 224, kHeads = 4, kKvHeads = 2, kDim = 32, kVocab = 1000;
   std::vector<std::unique_ptr<RandomUniform>> matrices;
   std::vector<std::unique_ptr<test::RandomLut>> luts;
+  std::vector<std::vector<uint16_t>> halves;
   std::vector<std::vector<float>> norms;
   std::vector<float> cos, sin;
   cuda::DecodeModelSpec spec;
 
-  explicit RandomModel(bool lut = false) {
+  explicit RandomModel(Linears kind = Linears::Uniform) {
+    const bool lut = kind == Linears::UniformAndLut, half = kind == Linears::Half;
     spec.hidden = kHidden, spec.intermediate = kInter, spec.heads = kHeads, spec.kv_heads = kKvHeads;
     spec.head_dim = kDim, spec.vocab = kVocab, spec.rms_norm_eps = 1e-5f;
     uint32_t seed = 100;
+    halves.reserve(32);  // half_matrix() hands out pointers into its elements
+    const auto half_matrix = [&](int64_t rows, int64_t cols) {
+      std::mt19937 rng(seed++);
+      std::uniform_real_distribution<float> value(-0.2f, 0.2f);
+      halves.emplace_back(static_cast<size_t>(rows * cols));
+      for (uint16_t& v : halves.back()) v = f32_to_f16(value(rng));
+      return cuda::DecodeLinear(cuda::HalfWeightsView{halves.back().data(), rows, cols});
+    };
     const auto matrix = [&](int64_t rows, int64_t cols, int bits, int64_t group, bool asym) {
+      if (half) return half_matrix(rows, cols);
       matrices.push_back(std::make_unique<RandomUniform>(rows, cols, bits, group, asym, seed++));
-      return matrices.back()->view;
+      return cuda::DecodeLinear(matrices.back()->view);
     };
     const auto lut_matrix = [&](int64_t rows, int64_t cols, int bits, double sparse) {
       luts.push_back(std::make_unique<test::RandomLut>(rows, cols, bits, sparse, seed++));
-      return luts.back()->view;
+      return cuda::DecodeLinear(luts.back()->view);
     };
     const auto norm = [&]() {
       std::mt19937 rng(seed++);
@@ -88,6 +101,10 @@ struct RandomModel {
   }
 };
 
+const char* linears_name(Linears kind) {
+  return kind == Linears::Uniform ? "uniform" : kind == Linears::UniformAndLut ? "uniform_and_lut" : "fp16";
+}
+
 // The next token of each sequence: the argmax of its logits.
 void greedy(const std::vector<float>& logits, std::vector<int32_t>& ids) {
   const int64_t vocab = RandomModel::kVocab;
@@ -97,22 +114,24 @@ void greedy(const std::vector<float>& logits, std::vector<int32_t>& ids) {
   }
 }
 
-TEST(CudaDecoder, ReferenceDecoderRunsTheRandomModel) {
-  const RandomModel m(/*lut=*/true);
-  ASSERT_EQ(cuda::decode_spec_problem(m.spec, kBatch, kCapacity), "");
-  cuda::ReferenceDecoder reference(m.spec, kBatch, kCapacity, ActType::F16);
-  std::vector<int32_t> ids = {0, 5, 999};
-  std::vector<float> logits(kBatch * RandomModel::kVocab);
-  for (int64_t t = 0; t < 4; ++t) {
-    ASSERT_EQ(reference.step(ids.data(), t, logits.data()), "");
-    for (float v : logits) ASSERT_TRUE(std::isfinite(v));
-    greedy(logits, ids);
+TEST(CudaDecoder, ReferenceDecoderRunsTheRandomModels) {
+  for (Linears kind : {Linears::Uniform, Linears::UniformAndLut, Linears::Half}) {
+    const RandomModel m(kind);
+    ASSERT_EQ(cuda::decode_spec_problem(m.spec, kBatch, kCapacity), "") << linears_name(kind);
+    cuda::ReferenceDecoder reference(m.spec, kBatch, kCapacity, ActType::F16);
+    std::vector<int32_t> ids = {0, 5, 999};
+    std::vector<float> logits(kBatch * RandomModel::kVocab);
+    for (int64_t t = 0; t < 4; ++t) {
+      ASSERT_EQ(reference.step(ids.data(), t, logits.data()), "");
+      for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << linears_name(kind);
+      greedy(logits, ids);
+    }
+    // Three sequences fed different tokens give different logits.
+    EXPECT_FALSE(std::equal(logits.begin(), logits.begin() + RandomModel::kVocab, logits.begin() + RandomModel::kVocab));
   }
-  // Three sequences fed different tokens give different logits.
-  EXPECT_FALSE(std::equal(logits.begin(), logits.begin() + RandomModel::kVocab, logits.begin() + RandomModel::kVocab));
 }
 
-class CudaDecoderOnDevice : public ::testing::TestWithParam<bool> {};
+class CudaDecoderOnDevice : public ::testing::TestWithParam<Linears> {};
 
 TEST_P(CudaDecoderOnDevice, MatchesTheReferenceDecoder) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no GPU: " << cuda::describe();
@@ -136,14 +155,15 @@ TEST_P(CudaDecoderOnDevice, MatchesTheReferenceDecoder) {
     }
     std::printf("device decoder (%s) vs reference decoder, random 2-layer %s model: worst logit NMSE %.3g over %ld "
                 "steps\n",
-                cuda::act_type_name(act), GetParam() ? "uniform + LUT" : "uniform", worst, static_cast<long>(kCapacity));
+                cuda::act_type_name(act), linears_name(GetParam()), worst, static_cast<long>(kCapacity));
     EXPECT_LE(worst, logit_nmse_bound(act)) << cuda::act_type_name(act);
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linears, CudaDecoderOnDevice, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "uniform_and_lut" : "uniform");
+INSTANTIATE_TEST_SUITE_P(Models, CudaDecoderOnDevice,
+                         ::testing::Values(Linears::Uniform, Linears::UniformAndLut, Linears::Half),
+                         [](const ::testing::TestParamInfo<Linears>& info) {
+                           return std::string(linears_name(info.param));
                          });
 
 }  // namespace
