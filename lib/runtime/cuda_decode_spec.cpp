@@ -117,7 +117,7 @@ std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, Cu
   s.rope_cos = out->rope_cos.data();
   s.rope_sin = out->rope_sin.data();
   s.rope_positions = positions;
-  return "";
+  return cuda::decode_spec_problem(s, 1, positions);  // the kernels' own limits
 }
 
 }  // namespace fsq

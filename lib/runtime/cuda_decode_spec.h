@@ -22,7 +22,8 @@ struct CudaDecodeSpec {
 // decoders: every decoder linear must be a packed uniform or LUT (squeezellm) matrix or a
 // dense f32 one (rounded to fp16 here, so its values must lie within fp16's range), the
 // embedding and the head packed uniform or dense, none with a bias (a source model or an
-// `fsq quantize` rtn, awq or squeezellm checkpoint of a LLaMA-family model), in f32 compute.
+// `fsq quantize` rtn, awq or squeezellm checkpoint of a LLaMA-family model), in f32 compute,
+// and the shapes within the kernels' limits (cuda::decode_spec_problem at batch 1).
 std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, CudaDecodeSpec* out);
 
 }  // namespace fsq

@@ -41,8 +41,8 @@ int run_generate(const GenerateFlags& f) {
   apply_threads(f.rt.threads);
   c10::InferenceMode no_autograd;
   // --device cuda: the model loads on the CPU, and where fsq's CUDA decoder runs it (packed
-  // uniform checkpoints) its steps run there, f16 values between the ops; other models go to
-  // LibTorch's CUDA when it has it.
+  // uniform or LUT checkpoints, f32 models rounded to fp16) its steps run there, f16 values
+  // between the ops; other models go to LibTorch's CUDA when it has it.
   const bool try_bundled_cuda = bundled_cuda_requested(f.rt.device);
   RuntimeFlags rt = f.rt;
   if (try_bundled_cuda) rt.device = "cpu";
@@ -73,9 +73,7 @@ int run_generate(const GenerateFlags& f) {
   CudaDecodeSpec spec;
   std::unique_ptr<cuda::Decoder> decoder;
   if (try_bundled_cuda) {
-    std::string why = make_cuda_decode_spec(*model, capacity, &spec);
-    if (why.empty()) why = cuda::decode_spec_problem(spec.spec, 1, capacity);
-    if (why.empty()) {
+    if (const std::string why = make_cuda_decode_spec(*model, capacity, &spec); why.empty()) {
       if (const std::string e = cuda::make_device_decoder(spec.spec, 1, capacity, cuda::ActType::F16, true, &decoder);
           !e.empty())
         throw Error("--device " + f.rt.device, e);
@@ -125,8 +123,8 @@ Command add_generate_command(CLI::App& root) {
   app->footer(examples({"fsq generate --model models/stories260K --prompt \"Once upon a time\" -n 40",
                         "fsq generate --model DIR --prompt \"The capital of France is\" -n 16 --ids --threads 4",
                         "fsq generate --model DIR --prompt \"Hello\" -n 32 --logits hello.safetensors",
-                        "fsq generate --model PACKED_DIR --prompt \"Once upon a time\" -n 64 --device cuda   "
-                        "(fsq's CUDA decoder: packed uniform checkpoints, --head-bits 4 or 8)"}));
+                        "fsq generate --model DIR --prompt \"Once upon a time\" -n 64 --device cuda   "
+                        "(fsq's CUDA decoder: fsq quantize checkpoints, f32 models as fp16)"}));
   return Command{app, [f] { return run_generate(*f); }};
 }
 

@@ -197,9 +197,7 @@ int64_t decoder_capacity(const EvalConfig& cfg, int64_t max_positions) {
 // factory).
 std::string cuda_decoder_factory(const LlamaModel& model, int64_t capacity, DecoderFactory* out) {
   auto spec = std::make_shared<CudaDecodeSpec>();
-  std::string why = make_cuda_decode_spec(model, capacity, spec.get());
-  if (why.empty()) why = cuda::decode_spec_problem(spec->spec, 1, capacity);
-  if (!why.empty()) return why;
+  if (std::string why = make_cuda_decode_spec(model, capacity, spec.get()); !why.empty()) return why;
   *out = [spec](int64_t batch, int64_t positions) {
     std::unique_ptr<cuda::Decoder> decoder;
     if (const std::string e = cuda::make_device_decoder(spec->spec, batch, positions, cuda::ActType::F16, true, &decoder);
