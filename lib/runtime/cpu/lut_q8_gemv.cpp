@@ -131,12 +131,7 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
     batch.m = std::min(kMaxGemvRows, m - i0);
     if (stream) batch.sparse_sums = sparse_sums.data();
     panel.fill(x + i0 * x_stride, batch.m, x_stride);
-    batch.codes = panel.codes.data();
-    batch.codes_stride = panel.codes_stride;
-    batch.lane_scales = panel.lane_scales.data();
-    batch.lane_scales_stride = panel.lane_scales_stride;
-    batch.row_sums = panel.group_sums.data();
-    batch.row_sums_stride = panel.group_sums_stride;
+    batch.q8 = panel.activations();
     batch.x = x + i0 * x_stride;
     batch.x_stride = x_stride;
     batch.y = y + i0 * y_stride;

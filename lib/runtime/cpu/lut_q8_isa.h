@@ -5,21 +5,17 @@
 #include <cstdint>
 
 #include "runtime/cpu/lut_q8_kernels.h"
+#include "runtime/cpu/uniform_q8_isa.h"  // Q8Activations
 
 namespace fsq::cpu {
 
 // One batch of at most kMaxGemvRows activation rows, in the q8 panel of q8_panel.h (a LUT
-// row is one group: row_sums[i * stride] = sum_b d[b] * sum of the block's codes).
+// row is one group: q8.group_sums[i * stride] = sum_b d[b] * sum of the row's block codes).
 struct LutQ8Batch {
   const LutWeightsView* w = nullptr;
   const LutQ8Tables* t = nullptr;
   int64_t m = 0;
-  const int8_t* codes = nullptr;
-  int64_t codes_stride = 0;
-  const float* lane_scales = nullptr;
-  int64_t lane_scales_stride = 0;
-  const float* row_sums = nullptr;
-  int64_t row_sums_stride = 0;
+  Q8Activations q8;
   const float* x = nullptr;  // the batch's rows of x as given: the CSR part reads them
   int64_t x_stride = 0;
   float* y = nullptr;  // [m, rows], row stride y_stride

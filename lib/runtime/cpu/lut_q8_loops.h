@@ -62,10 +62,10 @@ __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx
       Codes::decode(p, bytes, end - p, table[r], u[r]);
     }
     for (int i = 0; i < M; ++i) {
-      const int8_t* x = b.codes + i * b.codes_stride + c * D * kQ8ChunkBytes;
+      const int8_t* x = b.q8.codes + i * b.q8.codes_stride + c * D * kQ8ChunkBytes;
       __m512i xv[D];
       for (int k = 0; k < D; ++k) xv[k] = _mm512_loadu_si512(x + k * kQ8ChunkBytes);
-      const __m512 lane_scales = _mm512_loadu_ps(b.lane_scales + i * b.lane_scales_stride + c * kQ8ChunkLanes);
+      const __m512 lane_scales = _mm512_loadu_ps(b.q8.lane_scales + i * b.q8.lane_scales_stride + c * kQ8ChunkLanes);
       for (int r = 0; r < R; ++r) {
         __m512i dot = _mm512_setzero_si512();
         for (int k = 0; k < D; ++k) dot = _mm512_dpbusd_epi32(dot, u[r][k], xv[k]);
@@ -77,7 +77,7 @@ __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx
   if (ctx.tail_bytes != 0) chunk(ctx.full_chunks, ctx.tail_bytes);
   for (int r = 0; r < R; ++r)
     for (int i = 0; i < M; ++i) {
-      const float dense = _mm512_reduce_add_ps(acc[r][i]) - kLutQ8TableBias * b.row_sums[i * b.row_sums_stride];
+      const float dense = _mm512_reduce_add_ps(acc[r][i]) - kLutQ8TableBias * b.q8.group_sums[i * b.q8.group_sums_stride];
       b.y[i * b.y_stride + n + r] = b.t->scales[n + r] * dense;
     }
 }

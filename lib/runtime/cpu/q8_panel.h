@@ -1,4 +1,4 @@
-// The int8 activation panel the q8 GEMVs read (uniform_q8_isa.h, Q8Batch has the layout):
+// The int8 activation panel the q8 GEMVs read (uniform_q8_isa.h, Q8Activations has the layout):
 // each row of x quantized per block of 32 columns (quantize_q8_row), its codes laid out per
 // chunk of 64 weight bytes, the block scale of each lane, and per weight group the sum of
 // d[b] * sum of codes. Shared by uniform_gemv_q8 and lut_gemv_q8 (a LUT row is one group).
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/cpu/uniform_kernels.h"
+#include "runtime/cpu/uniform_q8_isa.h"  // Q8Activations
 
 namespace fsq::cpu {
 
@@ -22,6 +23,10 @@ struct Q8Panel {
   // Quantizes rows x[0 .. m) (row stride x_stride, m at most the constructor's) into the
   // panel's first m rows.
   void fill(const float* x, int64_t m, int64_t x_stride);
+  // The filled rows as the kernels read them.
+  Q8Activations activations() const {
+    return {codes.data(), codes_stride, lane_scales.data(), lane_scales_stride, group_sums.data(), group_sums_stride};
+  }
 
  private:
   void fill_row(int64_t i, const float* x);

@@ -69,13 +69,13 @@ void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
       _mm256_store_ps(scale + g, s);
       const __m256 sz = _mm256_mul_ps(s, z);
       for (int i = 0; i < M; ++i)
-        zero_part[i] = _mm256_fmadd_ps(sz, _mm256_loadu_ps(b.group_sums + i * b.group_sums_stride + g), zero_part[i]);
+        zero_part[i] = _mm256_fmadd_ps(sz, _mm256_loadu_ps(b.q8.group_sums + i * b.q8.group_sums_stride + g), zero_part[i]);
     }
     float zero_tail[M] = {};
     for (; g < groups; ++g) {
       scale[g] = _cvtsh_ss(scales[g]);
       const float sz = scale[g] * (zeros ? static_cast<float>(zeros[g]) : kImplicitZero);
-      for (int i = 0; i < M; ++i) zero_tail[i] += sz * b.group_sums[i * b.group_sums_stride + g];
+      for (int i = 0; i < M; ++i) zero_tail[i] += sz * b.q8.group_sums[i * b.q8.group_sums_stride + g];
     }
     __m256 acc[M][2];
     for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
@@ -86,14 +86,14 @@ void q8_rows(const Q8Batch& b, int64_t row0, int64_t row1) {
       const __m256i even = _mm256_and_si256(bytes, low_nibbles);
       const __m256i odd = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low_nibbles);
       for (int i = 0; i < M; ++i) {
-        const int8_t* x = b.codes + i * b.codes_stride + c * 2 * kQ8ChunkBytes + h * kHalfBytes;
+        const int8_t* x = b.q8.codes + i * b.q8.codes_stride + c * 2 * kQ8ChunkBytes + h * kHalfBytes;
         const __m256i pairs =
             _mm256_add_epi16(_mm256_maddubs_epi16(even, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))),
                              _mm256_maddubs_epi16(odd, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
                                                            x + kQ8ChunkBytes))));
         const __m256i dot = _mm256_madd_epi16(pairs, ones);
         const __m256 lane_scale =
-            _mm256_mul_ps(s, _mm256_loadu_ps(b.lane_scales + i * b.lane_scales_stride + c * kQ8ChunkLanes + h * kLanes));
+            _mm256_mul_ps(s, _mm256_loadu_ps(b.q8.lane_scales + i * b.q8.lane_scales_stride + c * kQ8ChunkLanes + h * kLanes));
         acc[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), lane_scale, acc[i][h]);
       }
     };

@@ -185,12 +185,7 @@ KernelStatus uniform_gemv_q8_together(const Q8GemvOutput* outputs, int count, co
       Q8Batch& batch = batches[static_cast<size_t>(j)];
       batch.w = outputs[j].w;
       batch.m = rows_of_x;
-      batch.codes = panel.codes.data();
-      batch.codes_stride = panel.codes_stride;
-      batch.lane_scales = panel.lane_scales.data();
-      batch.lane_scales_stride = panel.lane_scales_stride;
-      batch.group_sums = panel.group_sums.data();
-      batch.group_sums_stride = panel.group_sums_stride;
+      batch.q8 = panel.activations();
       batch.y = outputs[j].y + i0 * outputs[j].y_stride;
       batch.y_stride = outputs[j].y_stride;
     }

@@ -29,7 +29,8 @@ static constexpr int64_t q8_chunk_cols(int bits) { return bits == 4 ? 2 * kQ8Chu
 // rows, one thread).
 inline constexpr int64_t kQ8PrefetchBytes = 8192;
 
-// One batch of at most kMaxGemvRows quantized activation rows. Per row i (strides below):
+// At most kMaxGemvRows quantized activation rows, as Q8Panel holds them (q8_panel.h) and the
+// uniform and LUT kernels read them. Per row i (strides below):
 //  - codes: per chunk c, 64 bytes (8- and 3-bit weights: the int8 codes of the chunk's 64
 //    columns in order) or 128 bytes (4-bit weights: the codes of the chunk's even columns, then of
 //    its odd columns, matching the low and high nibbles of the weight bytes); zero past
@@ -37,16 +38,21 @@ inline constexpr int64_t kQ8PrefetchBytes = 8192;
 //  - lane_scales: per chunk, 16 floats: lane j holds d of the activation block its columns
 //    are in (0 past the last column);
 //  - group_sums: per weight group g, sum over the group's blocks b of d[b] * sum_k q[k]
-//    (what the zero points multiply), then 16 zeros of padding.
-struct Q8Batch {
-  const UniformWeightsView* w = nullptr;
-  int64_t m = 0;
+//    (what the zero points multiply; a LUT row is one group), then 16 zeros of padding.
+struct Q8Activations {
   const int8_t* codes = nullptr;
   int64_t codes_stride = 0;
   const float* lane_scales = nullptr;
   int64_t lane_scales_stride = 0;
   const float* group_sums = nullptr;
   int64_t group_sums_stride = 0;
+};
+
+// One batch of the uniform GEMV: `q8` holds m rows.
+struct Q8Batch {
+  const UniformWeightsView* w = nullptr;
+  int64_t m = 0;
+  Q8Activations q8;
   float* y = nullptr;  // [m, rows], row stride y_stride
   int64_t y_stride = 0;
 };

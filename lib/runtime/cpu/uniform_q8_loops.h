@@ -71,7 +71,7 @@ __attribute__((always_inline)) inline void q8_row_block(const Q8RowsContext& ctx
     const int count = static_cast<int>(groups - g0 < kQ8Lanes ? groups - g0 : kQ8Lanes);
     const auto valid = static_cast<__mmask16>((1u << count) - 1);
     __m512 sums[M];
-    for (int i = 0; i < M; ++i) sums[i] = _mm512_maskz_loadu_ps(valid, b.group_sums + i * b.group_sums_stride + g0);
+    for (int i = 0; i < M; ++i) sums[i] = _mm512_maskz_loadu_ps(valid, b.q8.group_sums + i * b.q8.group_sums_stride + g0);
     for (int r = 0; r < R; ++r) {
       const __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(valid, scales + r * groups + g0));
       if constexpr (kScalesInRegisters) row_scales[r] = s;
@@ -104,10 +104,10 @@ __attribute__((always_inline)) inline void q8_row_block(const Q8RowsContext& ctx
       }
     }
     for (int i = 0; i < M; ++i) {
-      const int8_t* x = b.codes + i * b.codes_stride + c * D * kQ8ChunkBytes;
+      const int8_t* x = b.q8.codes + i * b.q8.codes_stride + c * D * kQ8ChunkBytes;
       __m512i xv[D];
       for (int k = 0; k < D; ++k) xv[k] = _mm512_loadu_si512(x + k * kQ8ChunkBytes);
-      const __m512 lane_scales = _mm512_loadu_ps(b.lane_scales + i * b.lane_scales_stride + c * kQ8Lanes);
+      const __m512 lane_scales = _mm512_loadu_ps(b.q8.lane_scales + i * b.q8.lane_scales_stride + c * kQ8Lanes);
       for (int r = 0; r < R; ++r) {
         __m512i dot = _mm512_setzero_si512();
         for (int k = 0; k < D; ++k) dot = _mm512_dpbusd_epi32(dot, codes[r][k], xv[k]);
