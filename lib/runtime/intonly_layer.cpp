@@ -196,7 +196,7 @@ std::vector<int8_t> IntonlyLayer::mlp_product(const std::vector<int32_t>& g, con
     std::vector<int8_t> act(g.size());
     at::parallel_for(0, static_cast<int64_t>(g.size()), kRowGrain * inter_, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i)
-        act[static_cast<size_t>(i)] = cpu::saturate_int8(cpu::requantize_wide(product(static_cast<size_t>(i)), act_to_input_));
+        act[static_cast<size_t>(i)] = cpu::saturate_code8(cpu::requantize_wide(product(static_cast<size_t>(i)), act_to_input_));
     });
     return act;
   }

@@ -81,7 +81,7 @@ KernelStatus iattention_rows(const int16_t* q, const int16_t* k, const int8_t* v
 
 KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& sh,
                         const IExpConstants& exp, int prob_frac_bits, Dyadic to_out, int8_t* out) {
-  return iattention_rows(q, k, v, sh, exp, prob_frac_bits, to_out, out, saturate_int8);
+  return iattention_rows(q, k, v, sh, exp, prob_frac_bits, to_out, out, saturate_code8);
 }
 
 KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& sh,

@@ -42,7 +42,8 @@ struct IAttentionShape {
 // row t:  s_j = sum_d q_d k_{j,d} (int32, scale S_q S_k; exp.in_scale must be S_q S_k /
 // sqrt(head_dim): the 1/sqrt(d) lives in that scale), j <= t (the causal mask: later keys are
 // never read); p = isoftmax_row(s, t + 1, exp, prob_frac_bits) (scale 2^-k); out_d =
-// saturate_int8(requantize(sum_j p_j v_{j,d}, to_out)) with to_out ~= 2^-k S_v / S_out.
+// saturate_code8(requantize(sum_j p_j v_{j,d}, to_out)) (in [-127, 127]: o_proj's int8 GEMM
+// reads it) with to_out ~= 2^-k S_v / S_out.
 // out: [batch, tokens, heads, head_dim]. 1 <= prob_frac_bits <= 16 (sum_j p_j v_j then fits
 // in int32). Parallel over (batch, head, row) with OpenMP.
 KernelStatus iattention(const int16_t* q, const int16_t* k, const int8_t* v, const IAttentionShape& shape,

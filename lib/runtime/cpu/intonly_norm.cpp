@@ -126,7 +126,7 @@ KernelStatus irmsnorm_row(const int8_t* q, int64_t n, const int16_t* q_g, const 
 KernelStatus irmsnorm_row_int8(const int32_t* q, int64_t n, const int16_t* q_g, const IRmsNormConstants& c,
                                Dyadic to_int8, int8_t* out) {
   if (!rms_args_ok(q, n, q_g, c, out)) return KernelStatus::InvalidArgument;
-  rms_impl(q, n, q_g, c, [out, to_int8](int64_t i, int32_t v) { out[i] = saturate_int8(requantize_wide(v, to_int8)); });
+  rms_impl(q, n, q_g, c, [out, to_int8](int64_t i, int32_t v) { out[i] = saturate_code8(requantize_wide(v, to_int8)); });
   return KernelStatus::Ok;
 }
 

@@ -90,6 +90,10 @@ double dyadic_value(Dyadic d);
 int64_t requantize_wide(int64_t acc, Dyadic d);
 // Saturating narrowings.
 inline int8_t saturate_int8(int64_t v) { return static_cast<int8_t>(v < -128 ? -128 : v > 127 ? 127 : v); }
+// Saturated to [-127, 127]: the activation codes an int8 GEMM multiplies (int8_kernels.h keeps
+// codes off -128: the sign trick of its AVX2 and AVX-512BW kernels cannot negate -128, so a
+// -128 there came out wrong on CPUs without VNNI).
+inline int8_t saturate_code8(int64_t v) { return static_cast<int8_t>(v < -127 ? -127 : v > 127 ? 127 : v); }
 inline int16_t saturate_int16(int64_t v) { return static_cast<int16_t>(v < -32768 ? -32768 : v > 32767 ? 32767 : v); }
 inline int32_t saturate_int32(int64_t v) {
   return static_cast<int32_t>(v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v);
@@ -196,7 +200,8 @@ double quantize_gain_int16(const float* g, int64_t n, int16_t* q_g);
 // n >= 1; pointers non-null.
 KernelStatus irmsnorm_row(const int32_t* q, int64_t n, const int16_t* q_g, const IRmsNormConstants& c, int32_t* out);
 KernelStatus irmsnorm_row(const int8_t* q, int64_t n, const int16_t* q_g, const IRmsNormConstants& c, int32_t* out);
-// irmsnorm_row then requantize to int8: out scale = S_g 2^-F / multiplier(to_int8).
+// irmsnorm_row then requantize to int8 codes in [-127, 127] (saturate_code8: they feed the
+// int8 GEMMs): out scale = S_g 2^-F / multiplier(to_int8).
 KernelStatus irmsnorm_row_int8(const int32_t* q, int64_t n, const int16_t* q_g, const IRmsNormConstants& c,
                                Dyadic to_int8, int8_t* out);
 

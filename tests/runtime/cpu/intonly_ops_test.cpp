@@ -551,10 +551,30 @@ TEST(IntOnlyRmsNorm, MatchesFloatRmsNormWithinDerivedBound) {
       std::vector<int8_t> o8(rc.n);
       if (!rc.int8_input) {
         ASSERT_EQ(irmsnorm_row_int8(q32.data(), rc.n, qg.data(), c, to8, o8.data()), KernelStatus::Ok);
-        for (int64_t i = 0; i < rc.n; ++i) ASSERT_EQ(o8[i], saturate_int8(requantize_wide(out[i], to8)));
+        for (int64_t i = 0; i < rc.n; ++i) ASSERT_EQ(o8[i], saturate_code8(requantize_wide(out[i], to8)));
       }
     }
   }
+}
+
+// The int8 codes feed the int8 GEMMs, whose AVX2 and AVX-512BW kernels take codes in
+// [-127, 127] only: a row normalized far past the int8 range saturates at -127 and 127, not
+// -128 (which came out of those kernels negated wrongly: integer-only checkpoints drifted
+// 12-36 % per layer on CPUs without VNNI).
+TEST(IntOnlyRmsNorm, Int8CodesSaturateSymmetrically) {
+  const std::vector<int32_t> q = {-1000, 1000, -1000, 1000, -500, 500, 0, 1};
+  const std::vector<int16_t> g(q.size(), 16384);
+  std::vector<int8_t> out(q.size());
+  ASSERT_EQ(irmsnorm_row_int8(q.data(), static_cast<int64_t>(q.size()), g.data(), irmsnorm_constants(0.01, 0.0),
+                              dyadic_from_real(1.0), out.data()),
+            KernelStatus::Ok);
+  EXPECT_EQ(out[0], -127);
+  EXPECT_EQ(out[1], 127);
+  for (int8_t v : out) EXPECT_GE(v, -127);
+  EXPECT_EQ(saturate_code8(-128), -127);
+  EXPECT_EQ(saturate_code8(-1000), -127);
+  EXPECT_EQ(saturate_code8(1000), 127);
+  EXPECT_EQ(saturate_code8(-5), -5);
 }
 
 TEST(IntOnlyRmsNorm, ZeroRowAndArguments) {
