@@ -13,8 +13,11 @@
 namespace fsq {
 namespace {
 
-constexpr double kLogitTolerance = 1e-4;      // issue: per-position logits within 1e-4
-constexpr double kLogitSumTolerance = 2e-3;   // sum of 512 fp32 logits vs the fp64 reference
+constexpr double kLogitTolerance = 1e-4;  // issue: per-position logits within 1e-4
+// The sum of the 512 logits against the fp64 reference: 512 logits each within
+// kLogitTolerance are within 512 times it. (2e-3, set from one AVX-512 machine's run, failed
+// at 2.37e-3 on an AVX2-only one: the f32 BLAS kernels sum in other orders.)
+constexpr double kLogitSumTolerance = 512 * kLogitTolerance;
 
 std::filesystem::path model_dir() { return testing::stories260k_dir(); }
 
