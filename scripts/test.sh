@@ -74,8 +74,9 @@ echo "test: CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ 
 cd "$build"
 log="$build/ctest-last.log"
 set +e
-ctest --output-on-failure -j "${FSQ_TEST_JOBS:-2}" --timeout 900 2>&1 | tee "$log"
+junit="$build/ctest-last.xml"  # each test's output, where ctest-summary.sh reads skip reasons
+ctest --output-on-failure -j "${FSQ_TEST_JOBS:-2}" --timeout 900 --output-junit "$junit" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
-"$root/scripts/ctest-summary.sh" "$log" "$in_ci" || rc=1
+"$root/scripts/ctest-summary.sh" "$log" "$in_ci" "$junit" || rc=1
 exit "$rc"
