@@ -17,6 +17,9 @@ PACKAGES=(
   python3-pip
   # scripts/fuzz.sh: libFuzzer needs clang and its runtime libraries.
   clang libclang-rt-dev
+  # SIMDe: the AVX-512 LUT GEMV's tests run through it on CPUs without AVX-512
+  # (tests/runtime/cpu/lut_q8_emulated_test.cpp).
+  libsimde-dev
   # ccache makes rebuilds and second build folders cheap (scripts/build.sh uses it when present).
   ccache
 )

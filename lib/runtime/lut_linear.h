@@ -56,8 +56,8 @@ class LutLinear final : public Linear {
   bool has_bias() const { return bias_.has_value(); }
   // Asks forward_rows (the decode fast path) to quantize x and the centroids to int8 and
   // multiply in integers (cpu::lut_gemv_q8). It does so only where that kernel supports this
-  // matrix on this CPU (AVX-512 VNNI; 3-bit codes also VBMI); int8_decode() says whether it
-  // does. forward() stays exact.
+  // matrix on this CPU (AVX-512 VNNI, 3-bit codes also VBMI; 4-bit codes on AVX2 too);
+  // int8_decode() says whether it does. forward() stays exact.
   void set_int8_decode(bool on);
   bool int8_decode() const { return int8_decode_; }
   // Asks forward() to multiply more than cpu::kMaxGemvRows rows (prompts, perplexity windows)

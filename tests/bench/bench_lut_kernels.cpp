@@ -1,5 +1,6 @@
 // Decode-time LUT (SqueezeLLM) linears: the raw kernels cpu::lut_gemv (lut4, lut3) and
-// cpu::lut_gemv_q8 (lut4q8, lut3q8: int8 activations and centroids, AVX-512 VNNI) at m = 1 on
+// cpu::lut_gemv_q8 (lut4q8, lut3q8: int8 activations and centroids, AVX-512 VNNI; lut3q8bp
+// reads the 3-bit codes from their bit planes, lut3q8 from the packed words) at m = 1 on
 // LLaMA-7B shapes (4096x4096 q/o_proj, 11008x4096 down_proj; K x N), dense-only and
 // with 0.45 % CSR nonzeros (16-bit columns), against the read-only bandwidth kernel
 // (read_bandwidth.h) over as many bytes in the same run. Each benchmark cycles through
@@ -45,12 +46,14 @@ struct Shape {
 const Shape kShapes[] = {{"7b q/o_proj", 4096, 4096}, {"7b down_proj", 11008, 4096}};
 // The GEMVs timed: float activations (lut_gemv) at 4 and 3 bits, and int8 activations
 // (lut_gemv_q8; 3-bit needs VBMI).
+// lut3q8bp: the 3-bit codes from their bit planes (LutQ8Tables::codes3), lut3q8 from the
+// packed words.
 struct Kind {
   int bits;
-  bool q8;
-  std::string name() const { return "lut" + std::to_string(bits) + (q8 ? "q8" : ""); }
+  bool q8, planes = false;
+  std::string name() const { return "lut" + std::to_string(bits) + (q8 ? "q8" : "") + (planes ? "bp" : ""); }
 };
-const Kind kKinds[] = {{4, false}, {4, true}, {3, false}, {3, true}};
+const Kind kKinds[] = {{4, false}, {4, true}, {3, false}, {3, true}, {3, true, true}};
 constexpr double kSparseDensity = 0.0045;  // SqueezeLLM's 0.45 %
 
 // One LUT matrix's arrays (random codes, tables and nonzeros: the values do not matter to
@@ -194,7 +197,8 @@ class Fixtures {
 };
 
 // Bytes a GEMV reads: the int8 one reads 16 table bytes and a float scale per row instead of
-// the 2^bits fp16 centroids. (At these shapes' 18-50 nonzeros per row lut_gemv_q8 adds the
+// the 2^bits fp16 centroids (and 3-bit codes from their bit planes, as many bytes as packed
+// at these shapes' whole chunks of 128 columns). (At these shapes' 18-50 nonzeros per row lut_gemv_q8 adds the
 // CSR part row by row and does not read LutQ8Tables::sparse_rows.)
 int64_t bytes_read(int64_t lut_bytes, int64_t rows, const Kind& kind) {
   return kind.q8 ? lut_bytes - rows * (int64_t{2} << kind.bits) + rows * 20 : lut_bytes;
@@ -207,6 +211,7 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, con
   std::vector<std::vector<uint8_t>> tables;
   std::vector<std::vector<float>> scales;
   std::vector<std::vector<uint16_t>> sparse_rows;  // as LutLinear prepares them
+  std::vector<AlignedBytes> codes3;                // 3-bit bit planes, as LutLinear prepares them
   for (const LutArrays& a : copies) {
     views.push_back(a.view());
     if (cpu::check_lut_sparse(views.back()) != cpu::KernelStatus::Ok) {
@@ -220,6 +225,10 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, con
       sparse_rows.emplace_back(static_cast<size_t>(a.nnz));
       if (cpu::lut_q8_sparse_rows_apply(views.back()))
         cpu::prepare_lut_q8_sparse_rows(views.back(), sparse_rows.back().data());
+      if (kind.planes) {
+        codes3.push_back(allocate_aligned(static_cast<size_t>(cpu::lut_q8_codes3_bytes(views.back()))));
+        cpu::prepare_lut_q8_codes3(views.back(), reinterpret_cast<uint8_t*>(codes3.back().get()));
+      }
     }
   }
   if (kind.q8 && !cpu::lut_q8_supported(views.front(), isa)) {
@@ -234,7 +243,8 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, con
     const cpu::KernelStatus status =
         kind.q8 ? cpu::lut_gemv_q8(views[next],
                                    {tables[next].data(), scales[next].data(),
-                                    cpu::lut_q8_sparse_rows_apply(views[next]) ? sparse_rows[next].data() : nullptr},
+                                    cpu::lut_q8_sparse_rows_apply(views[next]) ? sparse_rows[next].data() : nullptr,
+                                    codes3.empty() ? nullptr : aligned_as<uint8_t>(codes3[next])},
                                    x.data(), 1, cols, y.data(), rows, isa)
                 : cpu::lut_gemv(views[next], x.data(), 1, cols, y.data(), rows, isa);
     if (status != cpu::KernelStatus::Ok) state.SkipWithError("the GEMV failed");

@@ -46,8 +46,8 @@ DecodeAgreement int8_vs_exact_decode(const QuantizeConfig& cfg) {
   exact_opts.int8_decode_activations = false;
   const auto exact = files.load(exact_opts), int8 = files.load(int8_opts);
   EXPECT_EQ(exact->int8_decode_linears().first, 0);
-  // Every 4-bit linear runs on int8 activations (AVX2 or AVX-512 VNNI for uniform types,
-  // VNNI for LUTs), every 3-bit one where the CPU also has VBMI (the callers skip 3 bits
+  // Every 4-bit linear runs on int8 activations (AVX2 or AVX-512 VNNI, uniform types and
+  // LUTs alike), every 3-bit one where the CPU also has VBMI (the callers skip 3 bits
   // elsewhere); the 8-bit head too where the CPU has VNNI.
   const auto [on_int8, linears] = int8->int8_decode_linears();
   if (on_int8 == 0) return {0.0, 0.0, true};
@@ -139,7 +139,8 @@ TEST(SmolLM2Int8Decode, LutKlAgainstExactDecodeIsSmall) {
     run_quantize(cfg, [](const std::string&) {});
     const DecodeAgreement a = int8_vs_exact_decode(cfg);
     if (a.skipped) {
-      std::printf("lut%d: no int8-activation LUT kernel on this CPU (it needs AVX-512 VNNI, and VBMI for 3 bits)\n",
+      std::printf("lut%d: no int8-activation LUT kernel on this CPU (it needs AVX2 or AVX-512 VNNI for 4 bits, "
+                  "AVX-512 VNNI and VBMI for 3)\n",
                   bits);
       continue;
     }

@@ -132,7 +132,8 @@ std::vector<float> q8_kernel_plus_bias(const LutLinear& linear, const std::vecto
 // set_int8_decode: forward_rows (the decode fast path) multiplies on int8 activations and
 // centroids exactly as cpu::lut_gemv_q8 does, bias added; forward() stays on the exact
 // kernels; off again, forward_rows is exact too. Where the CPU has no such kernel (no
-// AVX-512 VNNI, or no VBMI for 3 bits), int8_decode() stays false and forward_rows exact.
+// AVX-512 VNNI or AVX2 for 4 bits, no VNNI and VBMI for 3), int8_decode() stays false and
+// forward_rows exact.
 TEST(LutLinear, Int8DecodeRunsTheQ8KernelOnlyInForwardRows) {
   for (int bits : {3, 4}) {
     const int64_t rows = 40, cols = 96, m = 3;

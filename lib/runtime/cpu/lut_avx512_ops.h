@@ -17,6 +17,7 @@
 #include "runtime/cpu/byte_loads.h"
 #include "runtime/cpu/lut_isa.h"
 #include "runtime/cpu/simd_avx512.h"
+#include "runtime/cpu/sparse_dot_chains.h"
 
 namespace fsq::cpu {
 namespace {
@@ -51,16 +52,7 @@ struct Avx512 : avx512::VecOps {
   static __m512i columns(const int32_t* c, __mmask16 k) { return _mm512_maskz_loadu_epi32(k, c); }
   template <typename Col>
   static float sparse_dot(const float* x, const Col* col, const uint16_t* val, int64_t count) {
-    if (count < kScalarNonzeros) {
-      // Four independent chains (one chain waited ~4 cycles per nonzero on the FMA before).
-      // The builtin, not std::fma: no inline function shared with baseline code.
-      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      int64_t e = 0;
-      for (; e + 4 <= count; e += 4)
-        for (int j = 0; j < 4; ++j) s[j] = __builtin_fmaf(x[col[e + j]], half(val[e + j]), s[j]);
-      for (; e < count; ++e) s[0] = __builtin_fmaf(x[col[e]], half(val[e]), s[0]);
-      return (s[0] + s[1]) + (s[2] + s[3]);
-    }
+    if (count < kScalarNonzeros) return sparse_dot_four_chains(x, col, val, count, [](uint16_t h) { return half(h); });
     Vec acc = _mm512_setzero_ps();
     int64_t e = 0;
     for (; e + kLanes <= count; e += kLanes) {

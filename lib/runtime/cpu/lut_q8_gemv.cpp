@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "common/half.h"
@@ -27,13 +28,14 @@ constexpr int64_t kStreamMaxNonzerosPerRow = 8;
 
 int64_t q8_blocks(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCols; }
 
-// The q8 panel's view of a LUT matrix, one group per row: 4-bit codes are read as the
-// uniform 4-bit chunks (even, then odd columns), 3-bit ones in column order as 8-bit chunks.
-UniformWeightsView panel_view(const LutWeightsView& w) {
+// The q8 panel's view of a LUT matrix, one group per row: 4-bit codes and the 3-bit bit
+// planes (prepare_lut_q8_codes3) are read as the uniform 4-bit chunks (even, then odd
+// columns), packed 3-bit codes in column order as 8-bit chunks.
+UniformWeightsView panel_view(const LutWeightsView& w, const LutQ8Tables& t) {
   UniformWeightsView v;
   v.rows = w.rows;
   v.cols = w.cols;
-  v.bits = w.bits == 4 ? 4 : 8;
+  v.bits = w.bits == 4 || t.codes3 != nullptr ? 4 : 8;
   v.group_cols = w.cols;
   return v;
 }
@@ -79,9 +81,53 @@ void prepare_lut_q8_sparse_rows(const LutWeightsView& w, uint16_t* rows) {
     for (int64_t e = w.row_ptr[n]; e < w.row_ptr[n + 1]; ++e) rows[e] = static_cast<uint16_t>(n);
 }
 
+int64_t lut_q8_codes3_row_bytes(int64_t cols) {
+  const int64_t full = cols / 128, rest = cols % 128;
+  return full * 48 + (rest == 0 ? 0 : rest <= 64 ? 24 : 48);
+}
+
+int64_t lut_q8_codes3_bytes(const LutWeightsView& w) { return w.rows * lut_q8_codes3_row_bytes(w.cols); }
+
+void prepare_lut_q8_codes3(const LutWeightsView& w, uint8_t* out) {
+  const int64_t row_bytes = lut_q8_codes3_row_bytes(w.cols);
+  std::fill(out, out + w.rows * row_bytes, uint8_t{0});
+  for (int64_t n = 0; n < w.rows; ++n) {
+    const uint32_t* words = w.words + n * w.words_per_row;
+    uint8_t* chunk = out + n * row_bytes;
+    for (int64_t k0 = 0; k0 < w.cols; k0 += 128) {
+      const bool full = w.cols - k0 > 64;
+      // Low bits in `qwords` qwords; column k0 + 2 b + odd sits in qword (b / 8) % qwords at
+      // bit 16 * (b / (8 * qwords)) + 2 (b % 8) + 32 odd (FORMAT of lut_q8_kernels.h).
+      const int64_t qwords = full ? 4 : 2, high_bits = full ? 64 : 32;
+      uint64_t low[4] = {}, high[2] = {};
+      for (int64_t b = 0; b < high_bits; ++b)
+        for (int odd = 0; odd < 2; ++odd) {
+          const int64_t k = k0 + 2 * b + odd;
+          if (k >= w.cols) continue;
+          const uint64_t code = static_cast<uint64_t>(packed_code(words, k, 3));
+          const int64_t bit = 16 * (b / (8 * qwords)) + 2 * (b % 8) + 32 * odd;
+          low[(b / 8) % qwords] |= (code & 3) << bit;
+          high[odd] |= (code >> 2) << b;
+        }
+      uint8_t* p = chunk;
+      std::memcpy(p, low, static_cast<size_t>(qwords * 8));
+      p += qwords * 8;
+      if (full) {
+        std::memcpy(p, high, 16);
+      } else {
+        const uint32_t even32 = static_cast<uint32_t>(high[0]), odd32 = static_cast<uint32_t>(high[1]);
+        std::memcpy(p, &even32, 4);
+        std::memcpy(p + 4, &odd32, 4);
+      }
+      chunk += full ? 48 : 24;
+    }
+  }
+}
+
 bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa) {
-  return check_lut_view(w) == KernelStatus::Ok && w.cols % 8 == 0 && isa == CpuIsa::Avx512 && cpu_supports(isa) &&
-         cpu_has_avx512_vnni() && (w.bits == 4 || cpu_has_avx512_vbmi());
+  if (check_lut_view(w) != KernelStatus::Ok || w.cols % 8 != 0 || !cpu_supports(isa)) return false;
+  if (isa == CpuIsa::Avx2) return w.bits == 4;
+  return isa == CpuIsa::Avx512 && cpu_has_avx512_vnni() && (w.bits == 4 || cpu_has_avx512_vbmi());
 }
 
 KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m,
@@ -119,8 +165,8 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
                          float* y, int64_t y_stride, CpuIsa isa) {
   if (!check_call(w, t, x, m, x_stride, y, y_stride) || w.cols % 8 != 0) return KernelStatus::InvalidArgument;
   if (!lut_q8_supported(w, isa)) return KernelStatus::IsaUnavailable;
-  const auto rows_fn = w.bits == 4 ? lut_q8_rows_avx512vnni : lut_q8_rows_avx512vbmi;
-  Q8Panel panel(panel_view(w), std::min(m, kMaxGemvRows));
+  const auto rows_fn = isa == CpuIsa::Avx2 ? lut_q8_rows_avx2 : w.bits == 4 ? lut_q8_rows_avx512vnni : lut_q8_rows_avx512vbmi;
+  Q8Panel panel(panel_view(w, t), std::min(m, kMaxGemvRows));
   const bool stream =
       t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w) && w.nnz < kStreamMaxNonzerosPerRow * w.rows;
   std::vector<float> sparse_sums(stream ? static_cast<size_t>(std::min(m, kMaxGemvRows) * w.rows) : 0);

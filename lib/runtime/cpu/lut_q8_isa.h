@@ -1,4 +1,4 @@
-// The AVX-512 halves of lut_gemv_q8 (lut_q8_kernels.h), called by its dispatcher
+// The AVX-512 and AVX2 halves of lut_gemv_q8 (lut_q8_kernels.h), called by its dispatcher
 // (lut_q8_gemv.cpp) with arguments it has already checked. Follow uniform_isa.h's rules.
 #pragma once
 
@@ -27,5 +27,6 @@ struct LutQ8Batch {
 // Compute y[i, n] for every i < batch.m and n in [row0, row1).
 void lut_q8_rows_avx512vnni(const LutQ8Batch& batch, int64_t row0, int64_t row1);  // 4-bit codes
 void lut_q8_rows_avx512vbmi(const LutQ8Batch& batch, int64_t row0, int64_t row1);  // 3-bit codes (VNNI + VBMI)
+void lut_q8_rows_avx2(const LutQ8Batch& batch, int64_t row0, int64_t row1);        // 4-bit codes, AVX2 alone
 
 }  // namespace fsq::cpu

@@ -2,9 +2,10 @@
 // counterpart of uniform_gemv_q8: x is quantized to int8 per block of 32 columns
 // (quantize_q8_row) and each row's centroids to int8 with one scale per row, so that 64
 // codes are looked up by one vpshufb (the 16-entry table fits one 128-bit lane; 3-bit codes
-// are first spread to bytes by vpermb + vpmultishiftqb) and multiplied by one vpdpbusd. The
-// float GEMV (lut_gemv) spends a vpermps, a shift and an FMA per 16 codes and runs one core
-// at about 70 % of its read rate.
+// are first spread to bytes by vpermb + vpmultishiftqb, or read from bit planes) and
+// multiplied by one vpdpbusd (AVX-512 VNNI). On AVX2 alone (4-bit codes): 32 codes per
+// vpshufb, multiplied by vpmaddubsw. The float GEMV (lut_gemv) spends a vpermps, a shift
+// and an FMA per 16 codes and runs one core at about 70 % of its read rate.
 //
 // It changes the numerics (x and the centroids rounded to 8 bits), so it is opt-in per
 // linear (LutLinear::set_int8_decode, on by default in the decode fast path as for uniform
@@ -27,6 +28,11 @@ struct LutQ8Tables {
   // Optional, for a CSR part: the row of each nonzero (prepare_lut_q8_sparse_rows). With it
   // the GEMV adds a CSR part of few nonzeros per row as one stream instead of row by row.
   const uint16_t* sparse_rows = nullptr;  // [nnz]
+  // Optional, for 3-bit codes: the codes again in bit planes (prepare_lut_q8_codes3), which
+  // the AVX-512 GEMV then reads instead of the packed words (one instruction fewer per 64
+  // columns; lut_q8_avx512vbmi.cpp); lut_q8_codes3_bytes(w) bytes. The prefill GEMM reads the
+  // words.
+  const uint8_t* codes3 = nullptr;
 };
 void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales);
 // Whether w has a CSR part that sparse_rows can describe (at most 65536 rows).
@@ -35,7 +41,24 @@ bool lut_q8_sparse_rows_apply(const LutWeightsView& w);
 // lut_q8_sparse_rows_apply holds.
 void prepare_lut_q8_sparse_rows(const LutWeightsView& w, uint16_t* rows);
 
-// cols a multiple of 8 and a CPU with AVX-512 VNNI (isa Avx512), for 3-bit codes also VBMI.
+// The 3-bit codes in a layout the AVX-512 GEMV decodes without spreading them first and
+// against the 4-bit activation panel (lut_q8_avx512vbmi.cpp, Planes3). Per row, chunks of 128
+// columns, each split into its even and its odd columns as the q8 panel holds a 4-bit chunk:
+//   full chunk (more than 64 columns of the row left), 48 bytes: 4 qwords of the columns' low
+//   2 bits, qword i: bits [0, 16) even columns 16 i + 2 j (j < 8, 2 bits each), [16, 32) even
+//   columns 64 + 16 i + 2 j, [32, 48) and [48, 64) the odd columns one past those; then the
+//   high bits, one qword for the 64 even columns (bit b: column 2 b), one for the odd ones;
+//   last chunk of at most 64 columns, 24 bytes: 2 qwords, qword i: bits [0, 16) even columns
+//   16 i + 2 j, [16, 32) even columns 32 + 16 i + 2 j, [32, 64) the odd columns one past;
+//   then the high bits, a dword for the 32 even columns, a dword for the odd ones.
+// Columns past the row's end hold code 0. Row n starts at n * lut_q8_codes3_row_bytes(cols).
+int64_t lut_q8_codes3_row_bytes(int64_t cols);
+int64_t lut_q8_codes3_bytes(const LutWeightsView& w);
+// w.bits == 3; out: lut_q8_codes3_bytes(w) bytes.
+void prepare_lut_q8_codes3(const LutWeightsView& w, uint8_t* out);
+
+// cols a multiple of 8, and isa Avx512 on a CPU with AVX-512 VNNI (3-bit codes also VBMI), or
+// isa Avx2 on a CPU with AVX2 for 4-bit codes.
 bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa);
 
 // The spec: y[i, n] = s[n] * sum_b d_i[b] * sum_{k in b} t[n, q[n, k]] * xq_i[k] + the CSR
@@ -44,11 +67,12 @@ bool lut_q8_supported(const LutWeightsView& w, CpuIsa isa);
 KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m,
                                    int64_t x_stride, float* y, int64_t y_stride);
 
-// The fast path: the dense sums in float per chunk of 128 columns (exact int32 dot products
-// scaled by each lane's d), the row's bias of 128 removed once, then times s[n]; the CSR
-// part as lut_gemv adds it. Batches of up to kMaxGemvRows rows of x share one pass over the
-// weights; parallel over output rows, each output computed by one thread in a fixed order.
-// InvalidArgument when the call or the layout is unsupported, IsaUnavailable without VNNI.
+// The fast path: the dense sums in float per chunk of 128 columns (AVX2: per 64; exact int32
+// dot products scaled by each lane's d), the row's bias of 128 removed once (AVX2 multiplies
+// signed entries: no bias), then times s[n]; the CSR part as lut_gemv adds it. Batches of up
+// to kMaxGemvRows rows of x share one pass over the weights; parallel over output rows, each
+// output computed by one thread in a fixed order. InvalidArgument when the call or the
+// layout is unsupported, IsaUnavailable when lut_q8_supported(w, isa) is false.
 KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
                          float* y, int64_t y_stride, CpuIsa isa);
 

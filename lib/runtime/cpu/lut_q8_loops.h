@@ -1,22 +1,24 @@
 // The loop of the int8-activation LUT GEMV (lut_q8_kernels.h), written once over a
 // `Codes` policy that each ISA file defines: kChunkCols columns per chunk (its codes become
-// kChunkCols unsigned table bytes), kDots vpdpbusd of 64 bytes per chunk, table(t): the
-// register decode looks codes up in, from a row's 16 table bytes t, and
-// decode(p, bytes, avail, table, out[kDots]): the chunk's table bytes from its packed codes
-// at p (bytes of them), reading at most avail bytes from p (what is left of the matrix).
+// kChunkCols unsigned table bytes), kChunkBytes code bytes per full chunk, kDots vpdpbusd of
+// 64 bytes per chunk; Table, what decode looks codes up in, and table(t) making it from a
+// row's 16 table bytes t; codes(batch): where the rows' codes are and their stride;
+// tail_bytes(cols): the code bytes of a row's last, partial chunk (0 when none); and
+// decode(p, bytes, avail, table, out[kDots]): the chunk's table bytes from its codes at p
+// (bytes of them), reading at most avail bytes from p (what is left of the matrix).
 // Masked loads only where a plain one could pass the matrix's end: on Zen 5 a masked load
 // that straddles two cache lines cost the 3-bit GEMV two thirds of its rate at 11008
 // columns. Internal linkage only, so each
 // ISA file gets its own copy compiled with its own flags (uniform_isa.h says why). Include
-// only from lut_q8_avx512vnni.cpp and lut_q8_avx512vbmi.cpp.
+// only from lut_q8_avx512vnni.cpp and lut_q8_avx512vbmi.cpp. The CSR part: lut_q8_sparse.h.
 //
 // Per chunk and weight row: the codes become table bytes, then per row of x kDots vpdpbusd
-// against the panel (q8_panel.h: 4-bit chunks hold the even then the odd columns, 3-bit
-// chunks columns in order), the 16 int32 lane sums converted to float and scaled by their
-// activation blocks' d. The table's bias of 128 is taken off once per row (128 * sum_b d[b]
-// * sum of codes), then the row's scale applied. R weight rows run together, sharing the
-// loads of x (SmolLM2's rows are 4.5 chunks long). The CSR part goes in a pass of its own,
-// as in lut_gemv.
+// against the panel (q8_panel.h: 4-bit chunks hold the even then the odd columns; the 3-bit
+// planes are read against the same layout), the 16 int32 lane sums converted to float and
+// scaled by their activation blocks' d. The table's bias of 128 is taken off once per row
+// (128 * sum_b d[b] * sum of codes), then the row's scale applied. R weight rows run
+// together, sharing the loads of x (SmolLM2's rows are 4.5 chunks long). The CSR part goes in
+// a pass of its own, as in lut_gemv.
 #pragma once
 
 #include <immintrin.h>
@@ -25,6 +27,7 @@
 
 #include "runtime/cpu/lut_avx512_ops.h"
 #include "runtime/cpu/lut_q8_isa.h"
+#include "runtime/cpu/lut_q8_sparse.h"
 #include "runtime/cpu/prefetch.h"
 #include "runtime/cpu/uniform_q8_isa.h"  // kQ8ChunkBytes, kQ8ChunkLanes, kQ8PrefetchBytes
 
@@ -33,22 +36,31 @@ namespace {
 
 constexpr float kLutQ8TableBias = 128.0f;
 
+// Where a matrix's codes are as a policy reads them: row n at base + n * row_bytes, none at
+// or past end.
+struct LutQ8Codes {
+  const uint8_t* base = nullptr;
+  int64_t row_bytes = 0;
+  const uint8_t* end = nullptr;
+};
+
 struct LutQ8Rows {
   const LutQ8Batch* b = nullptr;
-  int64_t full_chunks = 0, tail_bytes = 0, row_bytes = 0, ahead_rows = 0, ahead_bytes = 0;
+  LutQ8Codes codes;
+  int64_t full_chunks = 0, tail_bytes = 0, ahead_rows = 0, ahead_bytes = 0;
 };
 
 // Output rows n .. n + R - 1 for all M rows of x, dense part.
 template <class Codes, int M, int R>
 __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx, int64_t n) {
-  constexpr int64_t kChunkBytes = Codes::kChunkCols * Codes::kBits / 8;
+  constexpr int64_t kChunkBytes = Codes::kChunkBytes;
   constexpr int D = Codes::kDots;
   const LutQ8Batch& b = *ctx.b;
   const LutWeightsView& w = *b.w;
-  const auto* rows = reinterpret_cast<const uint8_t*>(w.words + n * w.words_per_row);
-  const auto* end = reinterpret_cast<const uint8_t*>(w.words + w.rows * w.words_per_row);
+  const uint8_t* rows = ctx.codes.base + n * ctx.codes.row_bytes;
+  const uint8_t* end = ctx.codes.end;
   const bool prefetch = n + R - 1 + ctx.ahead_rows < w.rows;
-  __m512i table[R];
+  typename Codes::Table table[R];
   __m512 acc[R][M];
   for (int r = 0; r < R; ++r) {
     table[r] = Codes::table(b.t->tables + (n + r) * 16);
@@ -57,7 +69,7 @@ __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx
   const auto chunk = [&](int64_t c, int64_t bytes) __attribute__((always_inline)) {
     __m512i u[R][D];
     for (int r = 0; r < R; ++r) {
-      const uint8_t* p = rows + r * ctx.row_bytes + c * kChunkBytes;
+      const uint8_t* p = rows + r * ctx.codes.row_bytes + c * kChunkBytes;
       if (prefetch) prefetch_to_l2(p + ctx.ahead_bytes);
       Codes::decode(p, bytes, end - p, table[r], u[r]);
     }
@@ -82,54 +94,6 @@ __attribute__((always_inline)) inline void lut_q8_row_block(const LutQ8Rows& ctx
     }
 }
 
-template <int M, typename Col>
-void lut_q8_sparse_rows(const LutQ8Batch& b, const Col* col, int64_t row0, int64_t row1) {
-  const LutWeightsView& w = *b.w;
-  for (int64_t n = row0; n < row1; ++n) {
-    const int64_t begin = w.row_ptr[n], count = w.row_ptr[n + 1] - begin;
-    prefetch_csr_ahead(col, w.val, begin);
-    if (count == 0) continue;
-    for (int i = 0; i < M; ++i)
-      b.y[i * b.y_stride + n] += Avx512::sparse_dot(b.x + i * b.x_stride, col + begin, w.val + begin, count);
-  }
-}
-
-// The CSR part of rows [row0, row1) as one stream of nonzeros (their rows from
-// t->sparse_rows), each product added to its row's sum in b.sparse_sums (this thread's rows
-// of it zeroed first), then the sums to y: no loop and no branch per row. SmolLM2's rows
-// hold ~2.6 nonzeros at 0.45 %, and the per-row loop (lut_q8_sparse_rows) runs once per row
-// and row of x. Measured: SmolLM2 squeezellm w4 + 0.45 % sparse, 1 thread, decode batch 8
-// 278-289 -> 338-340 tok/s (the dense checkpoint: 324-366), batch 1 unchanged within noise;
-// a standalone loop over 192k such rows (~500k nonzeros) took 1.6-1.7 ms, against 0.5 ms as
-// one stream. Each row's sum is one chain in column order, added to y once: the rounding
-// the kernel tests bound for a row's CSR sum.
-template <int M, typename Col>
-void lut_q8_sparse_stream(const LutQ8Batch& b, const Col* col, int64_t row0, int64_t row1) {
-  const LutWeightsView& w = *b.w;
-  const uint16_t* row_of = b.t->sparse_rows;
-  float* sums = b.sparse_sums;
-  for (int i = 0; i < M; ++i)
-    for (int64_t n = row0; n < row1; ++n) sums[i * w.rows + n] = 0.0f;
-  const int64_t end = w.row_ptr[row1];
-  for (int64_t e = w.row_ptr[row0]; e < end; ++e) {
-    const int64_t n = row_of[e];
-    const float v = Avx512::half(w.val[e]);
-    const float* x = b.x + col[e];
-    for (int i = 0; i < M; ++i) sums[i * w.rows + n] = __builtin_fmaf(x[i * b.x_stride], v, sums[i * w.rows + n]);
-  }
-  for (int i = 0; i < M; ++i)
-    for (int64_t n = row0; n < row1; ++n) b.y[i * b.y_stride + n] += sums[i * w.rows + n];
-}
-
-// The CSR part of rows [row0, row1): as one stream where the batch has its scratch sums.
-template <int M, typename Col>
-void lut_q8_sparse(const LutQ8Batch& b, const Col* col, int64_t row0, int64_t row1) {
-  if (b.sparse_sums != nullptr)
-    lut_q8_sparse_stream<M>(b, col, row0, row1);
-  else
-    lut_q8_sparse_rows<M>(b, col, row0, row1);
-}
-
 template <class Codes, int M>
 void lut_q8_rows_m(const LutQ8Batch& b, int64_t row0, int64_t row1) {
   // Rows per block: enough accumulators in flight for few rows of x, within 32 registers.
@@ -137,20 +101,21 @@ void lut_q8_rows_m(const LutQ8Batch& b, int64_t row0, int64_t row1) {
   const LutWeightsView& w = *b.w;
   LutQ8Rows ctx;
   ctx.b = &b;
+  ctx.codes = Codes::codes(b);
   ctx.full_chunks = w.cols / Codes::kChunkCols;
-  ctx.tail_bytes = ((w.cols % Codes::kChunkCols) * Codes::kBits + 7) / 8;
-  ctx.row_bytes = w.words_per_row * 4;
+  ctx.tail_bytes = Codes::tail_bytes(w.cols);
+  const int64_t row_bytes = ctx.codes.row_bytes;
   // Past the R rows read together: 8 KiB ahead of long rows would still be inside them.
-  ctx.ahead_rows = R + (kQ8PrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes;
-  ctx.ahead_bytes = ctx.ahead_rows * ctx.row_bytes;
+  ctx.ahead_rows = R + (kQ8PrefetchBytes + row_bytes - 1) / row_bytes;
+  ctx.ahead_bytes = ctx.ahead_rows * row_bytes;
   int64_t n = row0;
   for (; n + R <= row1; n += R) lut_q8_row_block<Codes, M, R>(ctx, n);
   for (; n < row1; ++n) lut_q8_row_block<Codes, M, 1>(ctx, n);
   if (w.row_ptr == nullptr) return;
   if (w.col_type == LutColType::I32)
-    lut_q8_sparse<M>(b, static_cast<const int32_t*>(w.col), row0, row1);
+    lut_q8_sparse<Avx512, M>(b, static_cast<const int32_t*>(w.col), row0, row1);
   else
-    lut_q8_sparse<M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
+    lut_q8_sparse<Avx512, M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
 }
 
 template <class Codes>

@@ -1,7 +1,8 @@
 // lut_gemv_q8 (3- and 4-bit LUT weights on int8 activations) against its spec and the exact
 // float product: the int8 tables round each centroid to its row's grid; the AVX-512 VNNI
-// kernel stays within float-rounding bounds of the double reference on odd shapes, batch
-// sizes 1..9 and 17, dense and with CSR parts (16- and 32-bit columns), without writing
+// and the AVX2 kernels stay within float-rounding bounds of the double reference on odd shapes, batch
+// sizes 1..9 and 17, dense and with CSR parts (16- and 32-bit columns), 3-bit codes from the
+// packed words and from their bit planes (whose layout a scalar reading checks), without writing
 // outside its output; the reference stays within the bound that rounding x and the
 // centroids to 8 bits implies of the exact product; nothing past the codes is read; any
 // thread count gives the same bits.
@@ -22,6 +23,7 @@
 #include "formats/quant/bitpack.h"
 #include "runtime/cpu/int8_kernels.h"
 #include "runtime/cpu/uniform_q8_kernels.h"
+#include "lut_q8_test_support.h"
 #include "uniform_test_support.h"
 
 namespace fsq {
@@ -29,121 +31,10 @@ namespace {
 
 using cpu::KernelStatus;
 using cpu::LutColType;
-constexpr double kU = 0x1p-24;  // float's unit roundoff
-
-// A random LUT matrix, packed, with its int8 tables; CSR part (when asked) about 3 % of each
-// row but the first.
-struct Q8Lut {
-  int bits;
-  int64_t rows, cols;
-  std::vector<uint8_t> codes;
-  std::vector<uint32_t> words;
-  std::vector<uint16_t> lut, val, col16;
-  std::vector<int32_t> row_ptr, col32;
-  LutColType col_type = LutColType::U16;
-  std::vector<uint8_t> tables;
-  std::vector<float> scales;
-  std::vector<uint16_t> sparse_rows;  // each nonzero's row, for the GEMV's CSR stream
-
-  Q8Lut(int b, int64_t r, int64_t c, int sparse_bits, uint32_t seed) : bits(b), rows(r), cols(c) {
-    std::mt19937 rng(seed);
-    std::uniform_int_distribution<int> code(0, (1 << bits) - 1);
-    std::normal_distribution<float> centroid(0.0f, 0.05f), correction(0.0f, 0.2f);
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    for (int64_t j = 0; j < rows * cols; ++j) codes.push_back(static_cast<uint8_t>(code(rng)));
-    for (int64_t j = 0; j < rows << bits; ++j) lut.push_back(f32_to_f16(centroid(rng)));
-    words = pack_rows(codes, rows, cols, bits);
-    if (sparse_bits != 0) {
-      col_type = sparse_bits == 16 ? LutColType::U16 : LutColType::I32;
-      row_ptr.push_back(0);
-      for (int64_t n = 0; n < rows; ++n) {
-        for (int64_t k = 0; k < cols; ++k)
-          if (n > 0 && unit(rng) < 0.03) {
-            col32.push_back(static_cast<int32_t>(k));
-            col16.push_back(static_cast<uint16_t>(k));
-            val.push_back(f32_to_f16(correction(rng)));
-          }
-        row_ptr.push_back(static_cast<int32_t>(val.size()));
-      }
-    }
-    tables.resize(static_cast<size_t>(rows * 16));
-    scales.resize(static_cast<size_t>(rows));
-    cpu::prepare_lut_q8_tables(view(), tables.data(), scales.data());
-    if (cpu::lut_q8_sparse_rows_apply(view())) {
-      sparse_rows.resize(val.size());
-      cpu::prepare_lut_q8_sparse_rows(view(), sparse_rows.data());
-    }
-  }
-  cpu::LutWeightsView view() const {
-    cpu::LutWeightsView v;
-    v.words = words.data();
-    v.rows = rows;
-    v.cols = cols;
-    v.words_per_row = packed_words_per_row(bits, cols);
-    v.bits = bits;
-    v.lut = lut.data();
-    if (!row_ptr.empty()) {
-      v.row_ptr = row_ptr.data();
-      v.col_type = col_type;
-      v.col = col_type == LutColType::U16 ? static_cast<const void*>(col16.data()) : col32.data();
-      v.val = val.data();
-      v.nnz = static_cast<int64_t>(val.size());
-    }
-    return v;
-  }
-  // stream: with the nonzeros' rows (the CSR part added as one stream), where there is a CSR part.
-  cpu::LutQ8Tables q8(bool stream = false) const {
-    return {tables.data(), scales.data(), stream && !sparse_rows.empty() ? sparse_rows.data() : nullptr};
-  }
-  float centroid(int64_t n, int64_t k) const {
-    return f16_to_f32(lut[static_cast<size_t>((n << bits) + codes[static_cast<size_t>(n * cols + k)])]);
-  }
-  // sum over row n's nonzeros of |x[k] * value|, and their count.
-  double sparse_magnitude(int64_t n, const float* x) const {
-    double s = 0.0;
-    if (!row_ptr.empty())
-      for (int32_t e = row_ptr[static_cast<size_t>(n)]; e < row_ptr[static_cast<size_t>(n + 1)]; ++e)
-        s += std::fabs(static_cast<double>(x[col32[static_cast<size_t>(e)]]) * f16_to_f32(val[static_cast<size_t>(e)]));
-    return s;
-  }
-  int64_t nnz(int64_t n) const {
-    return row_ptr.empty() ? 0 : row_ptr[static_cast<size_t>(n + 1)] - row_ptr[static_cast<size_t>(n)];
-  }
-};
-
-// x[i]'s int8 codes and block scales, as every q8 path quantizes them.
-struct QuantizedRow {
-  std::vector<int8_t> q;
-  std::vector<float> d;
-  QuantizedRow(const float* x, int64_t cols)
-      : q(static_cast<size_t>(cols)), d(static_cast<size_t>((cols + cpu::kQ8BlockCols - 1) / cpu::kQ8BlockCols)) {
-    cpu::quantize_q8_row(x, cols, q.data(), d.data());
-  }
-  double scale(int64_t k) const { return d[static_cast<size_t>(k / cpu::kQ8BlockCols)]; }
-};
-
-// Rounding bound of the kernel's y[i, n] against the reference (double sums, rounded once):
-// per lane the chunk terms dot * d accumulate by FMA (one rounding each, chunks of them),
-// 16 lanes reduce in 4 levels, the bias term 128 * row_sum (row_sum rounded to float once)
-// is subtracted and the row scale applied (2 roundings); every rounding is at most u times
-// the magnitude of what it sums, so with A = sum_k |(t + 128) q| d and B = 128 sum_k |q| d,
-//   |kernel - reference| <= (chunks + 8) u s (A + B) + (nnz + 5) u S_sparse + u |ref|,
-// S_sparse = sum |x * value| over the row's nonzeros (summed in float, then added).
-// The prefill GEMM (lut_gemm_q8) rounds once per block of 32 columns where the GEMV rounds
-// once per chunk: it passes `blocks` for `chunks` (2 roundings per block: the product
-// s * d and the FMA).
-double kernel_bound(const Q8Lut& w, const QuantizedRow& xq, const float* x, int64_t n, float ref,
-                    double steps = -1) {
-  double a = 0.0, b = 0.0;
-  for (int64_t k = 0; k < w.cols; ++k) {
-    const double q = std::fabs(static_cast<double>(xq.q[static_cast<size_t>(k)])) * xq.scale(k);
-    a += w.tables[static_cast<size_t>(n * 16 + w.codes[static_cast<size_t>(n * w.cols + k)])] * q;
-    b += 128.0 * q;
-  }
-  const double chunks = steps >= 0 ? steps : static_cast<double>((w.cols + 63) / 64);  // 3-bit chunks: 64 columns
-  return (chunks + 8) * kU * w.scales[static_cast<size_t>(n)] * (a + b) +
-         static_cast<double>(w.nnz(n) + 5) * kU * w.sparse_magnitude(n, x) + kU * std::fabs(static_cast<double>(ref));
-}
+using test::kernel_bound;
+using test::kU;
+using test::Q8Lut;
+using test::QuantizedRow;
 
 // What rounding x and the centroids to 8 bits may cost against the exact product:
 // |x c - (d q)(s t)| <= |x - d q| |c| + d |q| |c - s t| <= d/2 |c| + d |q| s/2 per column
@@ -184,19 +75,80 @@ TEST(LutQ8Tables, EachCentroidRoundsToItsRowsGrid) {
   }
 }
 
-TEST(LutQ8Kernels, SupportedOnlyOnAvx512VnniAndWholeLanes) {
-  Q8Lut w(4, 3, 64, 0, 4);
+// Column k's code read back from a row of bit planes as lut_q8_kernels.h lays them out.
+uint32_t code_from_planes(const uint8_t* row, int64_t cols, int64_t k) {
+  const int64_t k0 = k / 128 * 128, b = (k - k0) / 2, odd = (k - k0) % 2;
+  const uint8_t* chunk = row + k0 / 128 * 48;
+  const bool full = cols - k0 > 64;
+  const int64_t qwords = full ? 4 : 2;
+  uint64_t low, high;
+  std::memcpy(&low, chunk + 8 * ((b / 8) % qwords), 8);
+  if (full) {
+    std::memcpy(&high, chunk + 32 + 8 * odd, 8);
+  } else {
+    uint32_t h;
+    std::memcpy(&h, chunk + 16 + 4 * odd, 4);
+    high = h;
+  }
+  const int64_t bit = 16 * (b / (8 * qwords)) + 2 * (b % 8) + 32 * odd;
+  return static_cast<uint32_t>(((low >> bit) & 3) | ((high >> b) & 1) << 2);
+}
+
+// Every column's code where the layout puts it, and zeros past the row's end: full chunks,
+// a last chunk of at most 64 columns (8, 64, 576) and a longer one (120, 1000).
+TEST(LutQ8Codes3, BitPlanesHoldEachColumnsCode) {
+  for (int64_t cols : {8, 64, 120, 128, 576, 1000}) {
+    const Q8Lut w(3, 3, cols, 0, 21);
+    const int64_t row_bytes = cpu::lut_q8_codes3_row_bytes(cols);
+    ASSERT_EQ(static_cast<int64_t>(w.codes3.size()), 3 * row_bytes);
+    EXPECT_GE(row_bytes, cols * 3 / 8);
+    for (int64_t n = 0; n < w.rows; ++n) {
+      const uint8_t* row = w.codes3.data() + n * row_bytes;
+      for (int64_t k = 0; k < cols; ++k)
+        ASSERT_EQ(code_from_planes(row, cols, k), w.codes[static_cast<size_t>(n * cols + k)])
+            << cols << " columns, row " << n << " column " << k;
+      // Columns the layout holds: whole chunks of 128, a last one of at most 64 as 64.
+      const int64_t laid_out = cols % 128 == 0 || cols % 128 > 64 ? (cols + 127) / 128 * 128 : cols / 128 * 128 + 64;
+      for (int64_t k = cols; k < laid_out; ++k)
+        ASSERT_EQ(code_from_planes(row, cols, k), 0u) << cols << " columns, padding column " << k;
+    }
+  }
+  EXPECT_EQ(cpu::lut_q8_codes3_row_bytes(576), 216);  // as packed: 4 chunks of 48 and one of 24
+  EXPECT_EQ(cpu::lut_q8_codes3_row_bytes(4096), 4096 * 3 / 8);
+}
+
+TEST(LutQ8Kernels, SupportedOnAvx512VnniOrFourBitAvx2AndWholeLanes) {
+  Q8Lut w(4, 3, 64, 0, 4), w3(3, 3, 64, 0, 5);
   cpu::LutWeightsView v = w.view();
-  EXPECT_EQ(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx2), false);
+  EXPECT_EQ(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx2), cpu::cpu_supports(cpu::CpuIsa::Avx2));
+  EXPECT_FALSE(cpu::lut_q8_supported(w3.view(), cpu::CpuIsa::Avx2));  // 3-bit codes: AVX-512 VBMI only
+  EXPECT_FALSE(cpu::lut_q8_supported(v, cpu::CpuIsa::Scalar));
   EXPECT_EQ(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx512),
             cpu::cpu_supports(cpu::CpuIsa::Avx512) && cpu::cpu_has_avx512_vnni());
   v.cols = 60;  // not a multiple of 8
   v.words_per_row = packed_words_per_row(4, 60);
   EXPECT_FALSE(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx512));
+  EXPECT_FALSE(cpu::lut_q8_supported(v, cpu::CpuIsa::Avx2));
   float y[3];
   const std::vector<float> x(64, 1.0f);
   EXPECT_EQ(cpu::lut_gemv_q8(v, w.q8(), x.data(), 1, 64, y, 3, cpu::CpuIsa::Avx512), KernelStatus::InvalidArgument);
+  EXPECT_EQ(cpu::lut_gemv_q8(w3.view(), w3.q8(), x.data(), 1, 64, y, 3, cpu::CpuIsa::Avx2), KernelStatus::IsaUnavailable);
 }
+
+// The ISAs lut_gemv_q8 has a kernel for on this CPU.
+std::vector<cpu::CpuIsa> gemv_isas() {
+  std::vector<cpu::CpuIsa> isas;
+  if (cpu::cpu_supports(cpu::CpuIsa::Avx512) && cpu::cpu_has_avx512_vnni()) isas.push_back(cpu::CpuIsa::Avx512);
+  if (cpu::cpu_supports(cpu::CpuIsa::Avx2)) isas.push_back(cpu::CpuIsa::Avx2);
+  return isas;
+}
+
+class LutQ8Gemv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (gemv_isas().empty()) GTEST_SKIP() << "this CPU has neither AVX-512 VNNI nor AVX2";
+  }
+};
 
 class LutQ8KernelsVnni : public ::testing::Test {
  protected:
@@ -208,15 +160,16 @@ class LutQ8KernelsVnni : public ::testing::Test {
 
 // 8 and 64 columns (a partial chunk only), 120, 128 (one chunk), 576 (SmolLM2), 1000 and
 // 4496; 1, 3, 4, 5 and 17 rows (blocks of 4, 2 and 1 rows, and what is left of them).
-TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundOfExact) {
+TEST_F(LutQ8Gemv, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundOfExact) {
   uint32_t seed = 10;
+  for (const cpu::CpuIsa isa : gemv_isas())
   for (int bits : {4, 3})
     for (int sparse_bits : {0, 16, 32})
       for (int64_t rows : {1, 3, 4, 5, 17})
         for (int64_t cols : {8, 64, 120, 128, 576, 1000, 4496}) {
           const Q8Lut w(bits, rows, cols, sparse_bits, ++seed);
-          if (!cpu::lut_q8_supported(w.view(), cpu::CpuIsa::Avx512)) {
-            ASSERT_EQ(bits, 3) << "4-bit codes need only VNNI";
+          if (!cpu::lut_q8_supported(w.view(), isa)) {
+            ASSERT_EQ(bits, 3) << "4-bit codes need only VNNI or AVX2";
             continue;  // 3-bit codes also need VBMI
           }
           const int64_t max_m = 2 * cpu::kMaxGemvRows + 1, x_stride = cols + test::kXPadding;
@@ -227,14 +180,14 @@ TEST_F(LutQ8KernelsVnni, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundO
           ASSERT_EQ(cpu::lut_matmul_reference(w.view(), x.data(), max_m, x_stride, exact.data(), rows),
                     KernelStatus::Ok);
           for (int64_t m = 1; m <= max_m; m = m == cpu::kMaxGemvRows + 1 ? max_m : m + 1)
-          for (bool stream : {false, true}) {
-            if (stream && sparse_bits == 0) continue;
-            SCOPED_TRACE("lut" + std::to_string(bits) + " [" + std::to_string(rows) + " x " + std::to_string(cols) +
-                         "] csr " + std::to_string(sparse_bits) + (stream ? " (stream)" : "") +
-                         " m=" + std::to_string(m));
+          for (bool stream : {false, true})
+          for (bool planes : {false, true}) {
+            if ((stream && sparse_bits == 0) || (planes && bits != 3)) continue;
+            SCOPED_TRACE(std::string(cpu::cpu_isa_name(isa)) + " lut" + std::to_string(bits) + " [" +
+                         std::to_string(rows) + " x " + std::to_string(cols) + "] csr " + std::to_string(sparse_bits) +
+                         (stream ? " (stream)" : "") + (planes ? " bit planes" : "") + " m=" + std::to_string(m));
             test::GuardedOutput y(m, rows, rows + test::kYPadding);
-            ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream), x.data(), m, x_stride, y.data(), y.stride(),
-                                       cpu::CpuIsa::Avx512),
+            ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream, planes), x.data(), m, x_stride, y.data(), y.stride(), isa),
                       KernelStatus::Ok);
             ASSERT_TRUE(y.guards_intact());
             for (int64_t i = 0; i < m; ++i) {
@@ -331,45 +284,64 @@ TEST(LutQ8Kernels, GemmTakesWholeBlocksAndThreeBitOnlyWithVbmi) {
 // The packed codes end right before an unreadable page: a kernel (the GEMV, and the GEMM
 // where the columns are whole blocks) reading past the last row's codes crashes; it must
 // give the same bits as from an ordinary buffer.
-TEST_F(LutQ8KernelsVnni, ReadsNothingPastTheCodes) {
+TEST_F(LutQ8Gemv, ReadsNothingPastTheCodes) {
+  for (const cpu::CpuIsa isa : gemv_isas())
   for (int bits : {4, 3})
     for (int64_t cols : {8, 64, 72, 120, 128, 576, 1000})
       for (int64_t rows : {int64_t{1}, int64_t{5}}) {
         const Q8Lut w(bits, rows, cols, 16, 77);
-        if (!cpu::lut_q8_supported(w.view(), cpu::CpuIsa::Avx512)) continue;  // 3-bit without VBMI
-        SCOPED_TRACE("lut" + std::to_string(bits) + " [" + std::to_string(rows) + " x " + std::to_string(cols) + "]");
+        if (!cpu::lut_q8_supported(w.view(), isa)) continue;  // 3-bit without VBMI
+        SCOPED_TRACE(std::string(cpu::cpu_isa_name(isa)) + " lut" + std::to_string(bits) + " [" +
+                     std::to_string(rows) + " x " + std::to_string(cols) + "]");
         const test::BytesBeforeGuardPage words(w.words.data(), w.words.size() * sizeof(uint32_t));
         cpu::LutWeightsView v = w.view();
         v.words = words.as<uint32_t>();
+        // The GEMV reads 3-bit codes from their bit planes: those end before the page too.
+        const test::BytesBeforeGuardPage planes(bits == 3 ? static_cast<const void*>(w.codes3.data()) : w.words.data(),
+                                                bits == 3 ? w.codes3.size() : 0);
+        cpu::LutQ8Tables guarded = w.q8(false, true);
+        if (bits == 3) guarded.codes3 = planes.as<uint8_t>();
         const int64_t m = 2;
         const std::vector<float> x = test::activations(m, cols, cols, 3);
         std::vector<float> got(static_cast<size_t>(m * rows)), want(got.size());
-        EXPECT_EQ(cpu::lut_gemv_q8(v, w.q8(), x.data(), m, cols, got.data(), rows, cpu::CpuIsa::Avx512), KernelStatus::Ok);
-        EXPECT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, cpu::CpuIsa::Avx512),
+        EXPECT_EQ(cpu::lut_gemv_q8(v, w.q8(), x.data(), m, cols, got.data(), rows, isa), KernelStatus::Ok);
+        EXPECT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, isa),
                   KernelStatus::Ok);
         EXPECT_EQ(got, want);
-        if (!cpu::lut_gemm_q8_supported(v, cpu::CpuIsa::Avx512)) continue;  // not whole blocks
-        EXPECT_EQ(cpu::lut_gemm_q8(v, w.q8(), x.data(), m, cols, got.data(), rows, cpu::CpuIsa::Avx512), KernelStatus::Ok);
-        EXPECT_EQ(cpu::lut_gemm_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, cpu::CpuIsa::Avx512),
+        if (bits == 3) {  // the GEMV on the bit planes, which end before the page too
+          EXPECT_EQ(cpu::lut_gemv_q8(w.view(), guarded, x.data(), m, cols, got.data(), rows, isa),
+                    KernelStatus::Ok);
+          EXPECT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(false, true), x.data(), m, cols, want.data(), rows,
+                                     isa),
+                    KernelStatus::Ok);
+          EXPECT_EQ(got, want);
+        }
+        // The GEMM: AVX-512 VNNI only, on whole blocks.
+        if (isa != cpu::CpuIsa::Avx512 || !cpu::lut_gemm_q8_supported(v, isa)) continue;
+        EXPECT_EQ(cpu::lut_gemm_q8(v, w.q8(), x.data(), m, cols, got.data(), rows, isa), KernelStatus::Ok);
+        EXPECT_EQ(cpu::lut_gemm_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, isa),
                   KernelStatus::Ok);
         EXPECT_EQ(got, want);
       }
 }
 
-TEST_F(LutQ8KernelsVnni, GemvIsBitIdenticalOnAnyThreadCount) {
+TEST_F(LutQ8Gemv, GemvIsBitIdenticalOnAnyThreadCount) {
   const int saved = omp_get_max_threads();
+  for (const cpu::CpuIsa isa : gemv_isas())
   for (int bits : {4, 3})
     for (int64_t m : {int64_t{1}, int64_t{5}})
-    for (bool stream : {false, true}) {
+    for (bool stream : {false, true})
+    for (bool planes : {false, true}) {
+      if (planes && bits != 3) continue;
       const Q8Lut w(bits, 301, 576, 32, 91);
-      if (!cpu::lut_q8_supported(w.view(), cpu::CpuIsa::Avx512)) continue;  // 3-bit without VBMI
+      if (!cpu::lut_q8_supported(w.view(), isa)) continue;  // 3-bit without VBMI
       const std::vector<float> x = test::activations(m, w.cols, w.cols, 13);
       std::vector<std::vector<float>> y;
       for (int threads : {1, 2, 3}) {
         omp_set_num_threads(threads);
         y.emplace_back(static_cast<size_t>(m * w.rows));
-        ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream), x.data(), m, w.cols, y.back().data(), w.rows,
-                                   cpu::CpuIsa::Avx512),
+        ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream, planes), x.data(), m, w.cols, y.back().data(), w.rows,
+                                   isa),
                   KernelStatus::Ok);
       }
       EXPECT_EQ(y[0], y[1]);
