@@ -52,15 +52,10 @@ inline float reduce_add_ps(simde__m512 a) {
     for (int j = 0; j < w; ++j) f[j] = f[j] + f[j + w];
   return f[0];
 }
-inline simde__m512i cvtepu16_epi32(simde__m256i a) {
-  uint16_t h[16];
-  int32_t w[16];
-  lanes(a, h);
-  for (int j = 0; j < 16; ++j) w[j] = h[j];
-  return from_lanes<simde__m512i>(w);
-}
-inline simde__m512i cvtepu8_epi32(simde__m128i a) {
-  uint8_t h[16];
+// 16 unsigned lanes of `From` zero-extended to int32 (vpmovzxbd, vpmovzxwd).
+template <typename From, typename V>
+inline simde__m512i zero_extend_epi32(V a) {
+  From h[16];
   int32_t w[16];
   lanes(a, h);
   for (int j = 0; j < 16; ++j) w[j] = h[j];
@@ -97,8 +92,8 @@ inline simde__m512i zextsi128_si512(simde__m128i a) {
 #define _mm512_mask_storeu_ps(p, k, v) (fsq_emu::masked_store<float, 16>((p), (k), (v)))
 #define _mm512_cvtepi32_ps(a) (fsq_emu::cvtepi32_ps(a))
 #define _mm512_reduce_add_ps(a) (fsq_emu::reduce_add_ps(a))
-#define _mm512_cvtepu16_epi32(a) (fsq_emu::cvtepu16_epi32(a))
-#define _mm512_cvtepu8_epi32(a) (fsq_emu::cvtepu8_epi32(a))
+#define _mm512_cvtepu16_epi32(a) (fsq_emu::zero_extend_epi32<uint16_t>(a))
+#define _mm512_cvtepu8_epi32(a) (fsq_emu::zero_extend_epi32<uint8_t>(a))
 #define _mm512_cvtph_ps(a) (fsq_emu::cvtph_ps(a))
 #define _mm512_i32gather_ps(i, b, s) (fsq_emu::mask_i32gather_ps(simde_mm512_setzero_ps(), 0xFFFF, (i), (b), (s)))
 #define _mm512_mask_i32gather_ps(src, k, i, b, s) (fsq_emu::mask_i32gather_ps((src), (k), (i), (b), (s)))

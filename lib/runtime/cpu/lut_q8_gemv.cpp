@@ -97,7 +97,7 @@ void prepare_lut_q8_codes3(const LutWeightsView& w, uint8_t* out) {
     for (int64_t k0 = 0; k0 < w.cols; k0 += 128) {
       const bool full = w.cols - k0 > 64;
       // Low bits in `qwords` qwords; column k0 + 2 b + odd sits in qword (b / 8) % qwords at
-      // bit 16 * (b / (8 * qwords)) + 2 (b % 8) + 32 odd (FORMAT of lut_q8_kernels.h).
+      // bit 16 * (b / (8 * qwords)) + 2 (b % 8) + 32 odd (the layout lut_q8_kernels.h gives).
       const int64_t qwords = full ? 4 : 2, high_bits = full ? 64 : 32;
       uint64_t low[4] = {}, high[2] = {};
       for (int64_t b = 0; b < high_bits; ++b)
@@ -165,7 +165,9 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
                          float* y, int64_t y_stride, CpuIsa isa) {
   if (!check_call(w, t, x, m, x_stride, y, y_stride) || w.cols % 8 != 0) return KernelStatus::InvalidArgument;
   if (!lut_q8_supported(w, isa)) return KernelStatus::IsaUnavailable;
-  const auto rows_fn = isa == CpuIsa::Avx2 ? lut_q8_rows_avx2 : w.bits == 4 ? lut_q8_rows_avx512vnni : lut_q8_rows_avx512vbmi;
+  const auto rows_fn = isa == CpuIsa::Avx2 ? lut_q8_rows_avx2
+                       : w.bits == 4      ? lut_q8_rows_avx512vnni
+                                          : lut_q8_rows_avx512vbmi;
   Q8Panel panel(panel_view(w, t), std::min(m, kMaxGemvRows));
   const bool stream =
       t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w) && w.nnz < kStreamMaxNonzerosPerRow * w.rows;

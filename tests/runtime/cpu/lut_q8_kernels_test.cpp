@@ -296,7 +296,7 @@ TEST_F(LutQ8Gemv, ReadsNothingPastTheCodes) {
         const test::BytesBeforeGuardPage words(w.words.data(), w.words.size() * sizeof(uint32_t));
         cpu::LutWeightsView v = w.view();
         v.words = words.as<uint32_t>();
-        // The GEMV reads 3-bit codes from their bit planes: those end before the page too.
+        // 3-bit codes' bit planes, before an unreadable page as well.
         const test::BytesBeforeGuardPage planes(bits == 3 ? static_cast<const void*>(w.codes3.data()) : w.words.data(),
                                                 bits == 3 ? w.codes3.size() : 0);
         cpu::LutQ8Tables guarded = w.q8(false, true);
@@ -308,7 +308,7 @@ TEST_F(LutQ8Gemv, ReadsNothingPastTheCodes) {
         EXPECT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(), x.data(), m, cols, want.data(), rows, isa),
                   KernelStatus::Ok);
         EXPECT_EQ(got, want);
-        if (bits == 3) {  // the GEMV on the bit planes, which end before the page too
+        if (bits == 3) {  // the GEMV on the bit planes
           EXPECT_EQ(cpu::lut_gemv_q8(w.view(), guarded, x.data(), m, cols, got.data(), rows, isa),
                     KernelStatus::Ok);
           EXPECT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(false, true), x.data(), m, cols, want.data(), rows,
