@@ -21,7 +21,6 @@ fi
 # ctest lists skipped tests as "  123 - Suite.Name (Skipped)".
 mapfile -t skipped < <(grep -E '^[[:space:]]*[0-9]+ - .* \(Skipped\)$' "$log" |
   sed -E 's/^[[:space:]]*[0-9]+ - (.*) \(Skipped\)$/\1/' || true)
-# GPU tests skip on machines without one (CI never has a GPU); their names say CUDA or GPU.
 # Tests whose skip message says the CPU lacks what they test, one name per line.
 cpu_skips=""
 if [ -n "$junit" ] && [ -f "$junit" ]; then
@@ -39,6 +38,7 @@ for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
 PY
 )"
 fi
+# GPU tests skip on machines without one (CI never has a GPU); their names say CUDA or GPU.
 not_gpu=()
 not_cpu=()
 for t in "${skipped[@]}"; do
