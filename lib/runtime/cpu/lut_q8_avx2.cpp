@@ -129,11 +129,7 @@ void rows_m(const LutQ8Batch& b, int64_t row0, int64_t row1) {
   int64_t n = row0;
   for (; n + R <= row1; n += R) row_block<M, R>(ctx, n);
   for (; n < row1; ++n) row_block<M, 1>(ctx, n);
-  if (w.row_ptr == nullptr) return;
-  if (w.col_type == LutColType::I32)
-    lut_q8_sparse<SparseOps, M>(b, static_cast<const int32_t*>(w.col), row0, row1);
-  else
-    lut_q8_sparse<SparseOps, M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
+  lut_q8_sparse<SparseOps, M>(b, row0, row1);
 }
 
 }  // namespace

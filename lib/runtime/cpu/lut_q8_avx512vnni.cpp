@@ -15,11 +15,7 @@ struct Codes4 {
   static constexpr int kDots = 2;
   static constexpr int64_t kChunkCols = 128, kChunkBytes = 64;
   using Table = __m512i;
-  static LutQ8Codes codes(const LutQ8Batch& b) {
-    const auto* words = reinterpret_cast<const uint8_t*>(b.w->words);
-    const int64_t row_bytes = b.w->words_per_row * 4;
-    return {words, row_bytes, words + b.w->rows * row_bytes};
-  }
+  static LutQ8Codes codes(const LutQ8Batch& b) { return lut_q8_packed_codes(b); }
   static int64_t tail_bytes(int64_t cols) { return (cols % kChunkCols) / 2; }
   // The 16 entries in each 128-bit lane, as vpshufb reads them.
   __attribute__((always_inline)) static __m512i table(const uint8_t* t) {

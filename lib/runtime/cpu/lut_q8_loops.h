@@ -44,6 +44,13 @@ struct LutQ8Codes {
   const uint8_t* end = nullptr;
 };
 
+// The packed words (FORMAT.md) as a policy reads them.
+LutQ8Codes lut_q8_packed_codes(const LutQ8Batch& b) {
+  const auto* words = reinterpret_cast<const uint8_t*>(b.w->words);
+  const int64_t row_bytes = b.w->words_per_row * 4;
+  return {words, row_bytes, words + b.w->rows * row_bytes};
+}
+
 struct LutQ8Rows {
   const LutQ8Batch* b = nullptr;
   LutQ8Codes codes;
@@ -111,11 +118,7 @@ void lut_q8_rows_m(const LutQ8Batch& b, int64_t row0, int64_t row1) {
   int64_t n = row0;
   for (; n + R <= row1; n += R) lut_q8_row_block<Codes, M, R>(ctx, n);
   for (; n < row1; ++n) lut_q8_row_block<Codes, M, 1>(ctx, n);
-  if (w.row_ptr == nullptr) return;
-  if (w.col_type == LutColType::I32)
-    lut_q8_sparse<Avx512, M>(b, static_cast<const int32_t*>(w.col), row0, row1);
-  else
-    lut_q8_sparse<Avx512, M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
+  lut_q8_sparse<Avx512, M>(b, row0, row1);
 }
 
 template <class Codes>

@@ -54,11 +54,22 @@ void lut_q8_sparse_stream(const LutQ8Batch& b, const Col* col, int64_t row0, int
 
 // The CSR part of rows [row0, row1): as one stream where the batch has its scratch sums.
 template <class Ops, int M, typename Col>
-void lut_q8_sparse(const LutQ8Batch& b, const Col* col, int64_t row0, int64_t row1) {
+void lut_q8_sparse_cols(const LutQ8Batch& b, const Col* col, int64_t row0, int64_t row1) {
   if (b.sparse_sums != nullptr)
     lut_q8_sparse_stream<Ops, M>(b, col, row0, row1);
   else
     lut_q8_sparse_rows<Ops, M>(b, col, row0, row1);
+}
+
+// Adds the CSR part of rows [row0, row1) to y, where the matrix has one.
+template <class Ops, int M>
+void lut_q8_sparse(const LutQ8Batch& b, int64_t row0, int64_t row1) {
+  const LutWeightsView& w = *b.w;
+  if (w.row_ptr == nullptr) return;
+  if (w.col_type == LutColType::I32)
+    lut_q8_sparse_cols<Ops, M>(b, static_cast<const int32_t*>(w.col), row0, row1);
+  else
+    lut_q8_sparse_cols<Ops, M>(b, static_cast<const uint16_t*>(w.col), row0, row1);
 }
 
 }  // namespace
