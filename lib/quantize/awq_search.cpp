@@ -37,26 +37,28 @@ at::Tensor subsample_tokens(const at::Tensor& x, int64_t max_tokens) {
   return strided.narrow(0, 0, std::min(strided.size(0), max_tokens));
 }
 
-// Each group's contribution to each output: x_groups [groups, tokens, group_cols] and
-// w [rows, groups * group_cols] -> [groups, tokens, rows].
-at::Tensor group_outputs(const at::Tensor& x_groups, const at::Tensor& w) {
-  const int64_t groups = x_groups.size(0);
-  return at::bmm(x_groups, w.reshape({w.size(0), groups, x_groups.size(2)}).permute({1, 2, 0}));
+// Per group g of input columns, the Gram matrix X_g^T X_g / tokens of x [tokens, in]:
+// [groups, group_cols, group_cols]. The mean over tokens of (x_g . d)^2 is d^T G_g d, so the
+// clip search's error needs no token-sized products per grid point.
+at::Tensor group_grams(const at::Tensor& x, int64_t group_cols) {
+  const int64_t tokens = x.size(0), groups = x.size(1) / group_cols;
+  const at::Tensor x_groups = x.reshape({tokens, groups, group_cols}).permute({1, 0, 2});  // [groups, tokens, gc]
+  return at::bmm(x_groups.transpose(1, 2), x_groups) / double(tokens);
 }
 
-// Clip search on one chunk of rows; returns [rows, groups].
-at::Tensor search_clip_rows(const at::Tensor& w, const at::Tensor& x_groups, const UniformQuant& q,
+// Clip search on one chunk of rows; returns [rows, groups]. Error of (row, group) for a clip:
+// mean over tokens of that group's output change, d^T G_g d with d = quantized - w.
+at::Tensor search_clip_rows(const at::Tensor& w, const at::Tensor& grams, const UniformQuant& q,
                             const ClipSearchOptions& o) {
-  const int64_t groups = x_groups.size(0);
-  const at::Tensor full_range = w.reshape({w.size(0), groups, x_groups.size(2)}).abs().amax(-1);
-  const at::Tensor reference = group_outputs(x_groups, w);
+  const int64_t rows = w.size(0), groups = grams.size(0), group_cols = grams.size(1);
+  const at::Tensor full_range = w.reshape({rows, groups, group_cols}).abs().amax(-1);
   at::Tensor best_max = full_range;
   at::Tensor best_err = at::full_like(full_range, std::numeric_limits<double>::infinity());
   for (int i = 0; i < o.n_grid; ++i) {
     const at::Tensor clip_max = full_range * (1.0 - o.max_shrink * i / o.n_grid);
-    const at::Tensor quantized = fake_quantize_clipped(w, q, clip_max);
-    // mean over tokens, [groups, rows] -> [rows, groups]
-    const at::Tensor err = (group_outputs(x_groups, quantized) - reference).pow(2).mean(1).t();
+    const at::Tensor delta =
+        (fake_quantize_clipped(w, q, clip_max) - w).reshape({rows, groups, group_cols}).transpose(0, 1);  // [g, r, gc]
+    const at::Tensor err = (at::bmm(delta, grams) * delta).sum(-1).t();  // [rows, groups]
     const at::Tensor better = err < best_err;  // strict: ties keep the weaker clip
     best_err = at::where(better, err, best_err);
     best_max = at::where(better, clip_max, best_max);
@@ -134,13 +136,12 @@ at::Tensor awq_search_clip(const at::Tensor& w, const at::Tensor& x, const Unifo
   if (group_cols <= 0 || cols % group_cols != 0)
     throw Error("awq clip search", "columns are not a multiple of the group size",
                 "a multiple of " + std::to_string(group_cols), std::to_string(cols));
-  const at::Tensor xs = subsample_tokens(x, options.max_tokens).to(at::kFloat);
-  const at::Tensor x_groups = xs.reshape({xs.size(0), cols / group_cols, group_cols}).permute({1, 0, 2}).contiguous();
+  const at::Tensor grams = group_grams(subsample_tokens(x, options.max_tokens).to(at::kFloat), group_cols);
 
   std::vector<at::Tensor> chunks;
   for (int64_t row = 0; row < weights.size(0); row += options.rows_per_chunk) {
     const int64_t n = std::min(options.rows_per_chunk, weights.size(0) - row);
-    chunks.push_back(search_clip_rows(weights.narrow(0, row, n), x_groups, q, options));
+    chunks.push_back(search_clip_rows(weights.narrow(0, row, n), grams, q, options));
   }
   return at::cat(chunks, 0);
 }
