@@ -16,12 +16,7 @@ void put_f16(std::byte* p, float v) {
   p[1] = static_cast<std::byte>(h >> 8);
 }
 
-int Codebook::nearest(float v) const {
-  if (consecutive) {
-    float r = std::nearbyint(v);
-    r = std::clamp(r, static_cast<float>(levels[0]), static_cast<float>(levels[count - 1]));
-    return static_cast<int>(r) - levels[0];
-  }
+int Codebook::nearest_listed(float v) const {
   const int* first = levels.data();
   int i = static_cast<int>(std::lower_bound(first, first + count, v, [](int l, float t) { return l < t; }) - first);
   if (i == 0) return 0;
@@ -48,13 +43,14 @@ Codebook iq4nl_codebook() {
 ScaleFit fit_scale(const Run& r, const Codebook& cb, float d) {
   ScaleFit f;
   f.d = d;
-  f.err = 0;
+  double err = 0;  // a local: the code stores may alias f.err, which kept it in memory
   for (int i = 0; i < r.n; ++i) {
     int q = cb.nearest(d != 0 ? r.x[i] / d : 0.0f);
     f.codes[i] = static_cast<uint8_t>(q);
     double e = static_cast<double>(r.x[i]) - static_cast<double>(d * static_cast<float>(cb.levels[q]));
-    f.err += static_cast<double>(r.w[i]) * e * e;
+    err += static_cast<double>(r.w[i]) * e * e;
   }
+  f.err = err;
   return f;
 }
 
@@ -75,14 +71,15 @@ AffineFit fit_affine(const Run& r, int n_max, float d, float m) {
   AffineFit f;
   f.d = d;
   f.m = m;
-  f.err = 0;
+  double err = 0;  // a local, as in fit_scale
   for (int i = 0; i < r.n; ++i) {
-    float q_real = d != 0 ? std::nearbyint((r.x[i] - m) / d) : 0.0f;
-    int q = static_cast<int>(std::clamp(q_real, 0.0f, static_cast<float>(n_max)));
+    const float q_real = d != 0 ? std::clamp((r.x[i] - m) / d, 0.0f, static_cast<float>(n_max)) : 0.0f;
+    int q = static_cast<int>(round_half_even(q_real));  // clamped first: see Codebook::nearest
     f.codes[i] = static_cast<uint8_t>(q);
     double e = static_cast<double>(r.x[i]) - static_cast<double>(d * static_cast<float>(q) + m);
-    f.err += static_cast<double>(r.w[i]) * e * e;
+    err += static_cast<double>(r.w[i]) * e * e;
   }
+  f.err = err;
   return f;
 }
 
