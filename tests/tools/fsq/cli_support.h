@@ -67,9 +67,16 @@ struct Quality {
 // the report is written beside the model (<model>.eval.json).
 Quality evaluate_against_stories260k(const std::filesystem::path& model);
 
+// Mean KL(SmolLM2 || model) by `fsq eval --compare` on the first 2 windows of 1024 tokens of
+// `text` (protocol gptq, one thread); the report goes to `json`. The reference's logits are
+// kept in a folder of the build tree that every test process shares (--reference-cache): the
+// SmolLM2 tests compare about 18 checkpoints with one reference on the same windows, and its
+// forward was half of each comparison (15 of 30 s).
+double smollm2_kl(const std::filesystem::path& model, const std::filesystem::path& text,
+                  const std::filesystem::path& json);
+
 // Quantizes the SmolLM2 fixture into dir / name with `options` (one thread; the plan must
-// bracket the measured peak) and returns the mean KL against the unquantized model on the
-// first 2 windows of 1024 TinyStories tokens (protocol gptq, one thread).
+// bracket the measured peak) and returns smollm2_kl on TinyStories.
 double smollm2_quantized_kl(const std::filesystem::path& dir, const std::string& name,
                             const std::vector<std::string>& options);
 
