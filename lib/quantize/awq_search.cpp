@@ -37,20 +37,40 @@ at::Tensor subsample_tokens(const at::Tensor& x, int64_t max_tokens) {
   return strided.narrow(0, 0, std::min(strided.size(0), max_tokens));
 }
 
-// Per group g of input columns, the Gram matrix X_g^T X_g / tokens of x [tokens, in]:
-// [groups, group_cols, group_cols]. The mean over tokens of (x_g . d)^2 is d^T G_g d, so the
-// clip search's error needs no token-sized products per grid point.
-at::Tensor group_grams(const at::Tensor& x, int64_t group_cols) {
-  const int64_t tokens = x.size(0), groups = x.size(1) / group_cols;
-  const at::Tensor x_groups = x.reshape({tokens, groups, group_cols}).permute({1, 0, 2});  // [groups, tokens, gc]
-  return at::bmm(x_groups.transpose(1, 2), x_groups) / double(tokens);
-}
+// What the clip search needs of its token subsample x [tokens, in], per group g of
+// group_cols input columns, to give the mean over tokens of (x_g . d)^2 for a change d of a
+// row's group: either the Gram matrices G_g = X_g^T X_g / tokens (then the error is d^T G_g d,
+// rows x in x group_cols multiply-adds per grid point) or, for groups as wide as the
+// subsample or wider (per-channel rows), the grouped tokens themselves (tokens x rows x in;
+// a Gram matrix would also take group_cols^2 floats: 480 MB for a 7B down_proj row).
+struct GroupInputs {
+  at::Tensor gram;      // [groups, group_cols, group_cols], or undefined
+  at::Tensor x_groups;  // [groups, tokens, group_cols], or undefined
+  int64_t groups = 0, group_cols = 0;
+
+  GroupInputs(const at::Tensor& x, int64_t cols_per_group)
+      : groups(x.size(1) / cols_per_group), group_cols(cols_per_group) {
+    const int64_t tokens = x.size(0);
+    const at::Tensor grouped = x.reshape({tokens, groups, group_cols}).permute({1, 0, 2});
+    if (group_cols < tokens)
+      gram = at::bmm(grouped.transpose(1, 2), grouped) / double(tokens);
+    else
+      x_groups = grouped.contiguous();
+  }
+
+  // delta [groups, rows, group_cols] -> mean over tokens of each (group, row)'s output change
+  // squared, [groups, rows].
+  at::Tensor mean_squared_change(const at::Tensor& delta) const {
+    if (gram.defined()) return (at::bmm(delta, gram) * delta).sum(-1);
+    return at::bmm(x_groups, delta.transpose(1, 2)).pow(2).mean(1);
+  }
+};
 
 // Clip search on one chunk of rows; returns [rows, groups]. Error of (row, group) for a clip:
-// mean over tokens of that group's output change, d^T G_g d with d = quantized - w.
-at::Tensor search_clip_rows(const at::Tensor& w, const at::Tensor& grams, const UniformQuant& q,
+// mean over tokens of that group's output change, d = quantized - w.
+at::Tensor search_clip_rows(const at::Tensor& w, const GroupInputs& inputs, const UniformQuant& q,
                             const ClipSearchOptions& o) {
-  const int64_t rows = w.size(0), groups = grams.size(0), group_cols = grams.size(1);
+  const int64_t rows = w.size(0), groups = inputs.groups, group_cols = inputs.group_cols;
   const at::Tensor full_range = w.reshape({rows, groups, group_cols}).abs().amax(-1);
   at::Tensor best_max = full_range;
   at::Tensor best_err = at::full_like(full_range, std::numeric_limits<double>::infinity());
@@ -58,7 +78,7 @@ at::Tensor search_clip_rows(const at::Tensor& w, const at::Tensor& grams, const 
     const at::Tensor clip_max = full_range * (1.0 - o.max_shrink * i / o.n_grid);
     const at::Tensor delta =
         (fake_quantize_clipped(w, q, clip_max) - w).reshape({rows, groups, group_cols}).transpose(0, 1);  // [g, r, gc]
-    const at::Tensor err = (at::bmm(delta, grams) * delta).sum(-1).t();  // [rows, groups]
+    const at::Tensor err = inputs.mean_squared_change(delta).t();  // [rows, groups]
     const at::Tensor better = err < best_err;  // strict: ties keep the weaker clip
     best_err = at::where(better, err, best_err);
     best_max = at::where(better, clip_max, best_max);
@@ -136,12 +156,12 @@ at::Tensor awq_search_clip(const at::Tensor& w, const at::Tensor& x, const Unifo
   if (group_cols <= 0 || cols % group_cols != 0)
     throw Error("awq clip search", "columns are not a multiple of the group size",
                 "a multiple of " + std::to_string(group_cols), std::to_string(cols));
-  const at::Tensor grams = group_grams(subsample_tokens(x, options.max_tokens).to(at::kFloat), group_cols);
+  const GroupInputs inputs(subsample_tokens(x, options.max_tokens).to(at::kFloat), group_cols);
 
   std::vector<at::Tensor> chunks;
   for (int64_t row = 0; row < weights.size(0); row += options.rows_per_chunk) {
     const int64_t n = std::min(options.rows_per_chunk, weights.size(0) - row);
-    chunks.push_back(search_clip_rows(weights.narrow(0, row, n), grams, q, options));
+    chunks.push_back(search_clip_rows(weights.narrow(0, row, n), inputs, q, options));
   }
   return at::cat(chunks, 0);
 }

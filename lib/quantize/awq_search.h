@@ -72,9 +72,10 @@ struct ClipSearchOptions {
 
 // Clip search for one linear w [rows, in] whose input is x [tokens, in] (pass the scaled pair:
 // W * s and x / s). Per (row, group), the clip max = factor * max |w| minimizing the MSE of
-// that group's contribution to the output on the token subsample. That MSE is computed as
-// d^T G d from each group's Gram matrix G of the subsample (d: the group's rounding change),
-// so a grid point costs rows x in x group_cols multiply-adds rather than tokens x rows x in.
+// that group's contribution to the output on the token subsample. For groups narrower than
+// the subsample that MSE is d^T G d from each group's Gram matrix G of the subsample (d: the
+// group's rounding change), so a grid point costs rows x in x group_cols multiply-adds rather
+// than tokens x rows x in.
 // Returns [rows, groups] float32; apply with clip_groups (fake_quant.h).
 at::Tensor awq_search_clip(const at::Tensor& w, const at::Tensor& x, const UniformQuant& q,
                            const ClipSearchOptions& options = {});

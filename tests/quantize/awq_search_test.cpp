@@ -138,9 +138,8 @@ double group_error(const at::Tensor& w, const at::Tensor& x, int64_t row, int64_
   return at::matmul(x_group, (w_group - quantized).t()).pow(2).mean().item<double>();
 }
 
-TEST_F(AwqSearch, ClipSearchPicksTheBestGridFactorOfEachGroup) {
-  const at::Tensor x = activations(11, true).narrow(0, 0, 512);
-  const at::Tensor w = gaussian_weight(10, 8);
+// Each (row, group)'s chosen clip is a grid factor whose error is the least of the grid's.
+void expect_best_grid_factors(const at::Tensor& x, const at::Tensor& w) {
   const at::Tensor clip = awq_search_clip(w, x, kW3G128);
   const at::Tensor full = w.reshape({8, 2, 128}).abs().amax(-1);
   for (int64_t row = 0; row < 8; ++row) {
@@ -159,8 +158,19 @@ TEST_F(AwqSearch, ClipSearchPicksTheBestGridFactorOfEachGroup) {
   const at::Tensor reference = at::matmul(x, w.t());
   const double clipped = test::mse(at::matmul(x, fake_quantize_clipped(w, kW3G128, clip).t()), reference);
   const double unclipped = test::mse(at::matmul(x, fake_quantize(w, kW3G128).t()), reference);
-  std::printf("clip search: output MSE %.4g clipped vs %.4g unclipped\n", clipped, unclipped);
+  std::printf("clip search on %ld tokens: output MSE %.4g clipped vs %.4g unclipped\n", long(x.size(0)), clipped,
+              unclipped);
   EXPECT_LT(clipped, unclipped);
+}
+
+// 512 tokens, groups of 128 columns: the errors come from each group's Gram matrix.
+TEST_F(AwqSearch, ClipSearchPicksTheBestGridFactorOfEachGroup) {
+  expect_best_grid_factors(activations(11, true).narrow(0, 0, 512), gaussian_weight(10, 8));
+}
+
+// 96 tokens, fewer than a group's 128 columns: the errors come from the tokens themselves.
+TEST_F(AwqSearch, ClipSearchOnFewerTokensThanGroupColumnsPicksTheBestFactorToo) {
+  expect_best_grid_factors(activations(16, true).narrow(0, 0, 96), gaussian_weight(17, 8));
 }
 
 TEST_F(AwqSearch, ClipSearchIgnoresChunkingAndSubsamplesEvenly) {
