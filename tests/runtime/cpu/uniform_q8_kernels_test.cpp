@@ -326,6 +326,7 @@ TEST(UniformQ8, SupportIsDecidedByBitsGroupsAndIsa) {
   const PackedWeights w4(UniformQuant{4, 64, false}, 3, 576, 1);
   const PackedWeights w3(UniformQuant{3, 64, false}, 3, 576, 1);
   const PackedWeights w2(UniformQuant{2, 64, false}, 3, 576, 1);
+  const PackedWeights w8(UniformQuant{8, 64, true}, 3, 576, 1);  // the embedding and head's w8g64s
   const PackedWeights odd(UniformQuant{4, 0, true}, 3, 100, 1);  // per-channel, 100 % 8 != 0
   EXPECT_FALSE(cpu::uniform_q8_supported(w4.view(), CpuIsa::Scalar));
   for (CpuIsa isa : test::supported_isas()) {
@@ -342,6 +343,7 @@ TEST(UniformQ8, SupportIsDecidedByBitsGroupsAndIsa) {
   }
   if (cpu::cpu_supports(CpuIsa::Avx2)) {
     EXPECT_TRUE(cpu::uniform_q8_supported(w4.view(), CpuIsa::Avx2));
+    EXPECT_TRUE(cpu::uniform_q8_supported(w8.view(), CpuIsa::Avx2));
   }
 }
 
