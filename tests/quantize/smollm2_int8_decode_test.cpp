@@ -31,14 +31,16 @@ constexpr int64_t kSteps = 128;
 // bounds leave room for the AVX2 kernel's and other CPUs' summation orders, and stay well
 // below the W4 quantization's own KL against the f32 model (0.1 to 0.25 with RTN/AWQ).
 constexpr double kMaxMeanKl = 0.01;
-// W3 (VBMI too): 0.0070, 121 of 128; the 3-bit model's own KL against f32 is several times
-// the 4-bit one's, and its flatter logits move more under the same rounding of x.
+// AVX2 (Zen 3, 2 threads): 0.0032, 121 of 128.
+// W3 (VBMI too): 0.0070, 121 of 128; AVX2: 0.0077, 115 of 128. The 3-bit model's own KL
+// against f32 is several times the 4-bit one's, and its flatter logits move more under the
+// same rounding of x, near-ties in its top-1 among them: its own top-1 bound.
 constexpr double kMaxMeanKlW3 = 0.02;
 constexpr double kMinTop1 = 0.9;
+constexpr double kMinTop1W3 = 0.85;
 
-// Whether the int8-activation kernels take 3-bit codes here: AVX-512 with VNNI and VBMI
-// (spreading 3-bit codes to bytes); 4- and 8-bit codes run on AVX2 too.
-bool int8_decode_takes_3bit_codes() {
+// Whether the int8-activation LUT kernel takes 3-bit codes here: AVX-512 with VNNI and VBMI.
+bool lut_int8_decode_takes_3bit_codes() {
   return cpu::selected_cpu_isa() == cpu::CpuIsa::Avx512 && cpu::cpu_has_avx512_vnni() && cpu::cpu_has_avx512_vbmi();
 }
 
@@ -54,9 +56,9 @@ DecodeAgreement int8_vs_exact_decode(const QuantizeConfig& cfg) {
   exact_opts.int8_decode_activations = false;
   const auto exact = files.load(exact_opts), int8 = files.load(int8_opts);
   EXPECT_EQ(exact->int8_decode_linears().first, 0);
-  // Every 4-bit linear runs on int8 activations (AVX2 or AVX-512 VNNI, uniform types and
-  // LUTs alike), every 3-bit one where the CPU also has VBMI (the callers skip 3 bits
-  // elsewhere), and the 8-bit head (AVX2 or AVX-512 VNNI).
+  // Every 3- and 4-bit uniform and 4-bit LUT linear runs on int8 activations (AVX2 or
+  // AVX-512 VNNI), every 3-bit LUT where the CPU has AVX-512 VNNI and VBMI (the caller skips
+  // them elsewhere), and the 8-bit head.
   const auto [on_int8, linears] = int8->int8_decode_linears();
   if (on_int8 == 0) return {0.0, 0.0, true};
   EXPECT_GE(on_int8, linears - 1) << "of " << linears << " linears";
@@ -103,10 +105,6 @@ TEST(SmolLM2Int8Decode, KlAgainstExactDecodeIsSmall) {
   set_threads(2);
   const testing::TempDir dir("fsq-int8-decode");
   for (int bits : {4, 3}) {
-    if (bits == 3 && !int8_decode_takes_3bit_codes()) {
-      std::printf("w3: no int8-activation kernel for 3-bit codes on this CPU (it needs AVX-512 VNNI and VBMI)\n");
-      continue;
-    }
     QuantizeConfig cfg;
     cfg.model = testing::smollm2_hf();
     cfg.out = dir / ("w" + std::to_string(bits));
@@ -116,7 +114,8 @@ TEST(SmolLM2Int8Decode, KlAgainstExactDecodeIsSmall) {
     const DecodeAgreement a = int8_vs_exact_decode(cfg);
     if (a.skipped) GTEST_SKIP() << "no int8-activation kernel on this CPU (or FSQ_CPU_ISA=scalar)";
     const std::string label = "w" + std::to_string(bits);
-    report_agreement(label, label + "g128a+head w8g64s", a, bits == 3 ? kMaxMeanKlW3 : kMaxMeanKl, kMinTop1);
+    report_agreement(label, label + "g128a+head w8g64s", a, bits == 3 ? kMaxMeanKlW3 : kMaxMeanKl,
+                     bits == 3 ? kMinTop1W3 : kMinTop1);
   }
 }
 
@@ -137,9 +136,9 @@ TEST(SmolLM2Int8Decode, LutKlAgainstExactDecodeIsSmall) {
   set_threads(2);
   const testing::TempDir dir("fsq-int8-decode-lut");
   for (int bits : {4, 3}) {
-    if (bits == 3 && !int8_decode_takes_3bit_codes()) {
+    if (bits == 3 && !lut_int8_decode_takes_3bit_codes()) {
       std::printf("lut3: no int8-activation LUT kernel for 3-bit codes on this CPU (it needs AVX-512 VNNI and "
-                  "VBMI)\n");
+                  "VBMI; on AVX2 the f32 LUT kernel is as fast)\n");
       continue;
     }
     QuantizeConfig cfg;

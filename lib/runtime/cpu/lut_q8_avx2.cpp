@@ -44,6 +44,8 @@ __attribute__((always_inline)) inline __m256i signed_table(const uint8_t* t) {
 struct RowsContext {
   const LutQ8Batch* b = nullptr;
   int64_t full_chunks = 0, tail_bytes = 0, row_bytes = 0, ahead_bytes = 0, ahead_rows = 0;
+  int64_t tail_load_bytes = 0;    // what the tail chunk's halves load: 32 or 64
+  const uint8_t* end = nullptr;  // one past the matrix's last code byte
 };
 
 // Output rows n .. n + R - 1 for all M rows of x, dense part.
@@ -95,13 +97,19 @@ __attribute__((always_inline)) inline void row_block(const RowsContext& ctx, int
     half(c, 1, code);
   }
   if (ctx.tail_bytes != 0) {
-    // The last chunk's bytes copied into zeros: a plain load there could pass the matrix's
-    // end; the zero codes past the row meet activation codes 0 in the panel.
+    // The tail's halves load whole 32 bytes: the codes past the row (the next row's) meet
+    // activation codes 0 in the panel. Only where such a load could pass the matrix's end
+    // (its last row) are the bytes copied into zeros: a copy on every row (a memcpy call
+    // and a stalled load from what it stored) cost the uniform kernel a third of its rate on
+    // 576-column rows (uniform_q8_avx2.cpp).
     alignas(32) uint8_t tail[R][kChunkBytes] = {};
     const uint8_t* code[R];
     for (int r = 0; r < R; ++r) {
-      std::memcpy(tail[r], rows + r * ctx.row_bytes + c * kChunkBytes, static_cast<size_t>(ctx.tail_bytes));
-      code[r] = tail[r];
+      code[r] = rows + r * ctx.row_bytes + c * kChunkBytes;
+      if (code[r] + ctx.tail_load_bytes > ctx.end) {
+        std::memcpy(tail[r], code[r], static_cast<size_t>(ctx.tail_bytes));
+        code[r] = tail[r];
+      }
     }
     half(c, 0, code);
     if (ctx.tail_bytes > kHalfBytes) {
@@ -123,6 +131,8 @@ void rows_m(const LutQ8Batch& b, int64_t row0, int64_t row1) {
   ctx.b = &b;
   ctx.full_chunks = w.cols / kChunkCols;
   ctx.tail_bytes = (w.cols % kChunkCols) / 2;
+  ctx.tail_load_bytes = ctx.tail_bytes > kHalfBytes ? kChunkBytes : kHalfBytes;
+  ctx.end = reinterpret_cast<const uint8_t*>(w.words + w.rows * w.words_per_row);
   ctx.row_bytes = w.words_per_row * 4;
   ctx.ahead_rows = R + (kQ8PrefetchBytes + ctx.row_bytes - 1) / ctx.row_bytes;
   ctx.ahead_bytes = ctx.ahead_rows * ctx.row_bytes;

@@ -32,9 +32,9 @@ bool q8_layout_supported(const UniformWeightsView& w) {
 }
 
 Q8RowsFn q8_rows_for(const UniformWeightsView& w, CpuIsa isa) {
-  if (w.bits == 3) return isa == CpuIsa::Avx512 && cpu_has_avx512_vnni() && cpu_has_avx512_vbmi() ? q8_rows_avx512vbmi : nullptr;
-  if (isa == CpuIsa::Avx512 && cpu_has_avx512_vnni()) return q8_rows_avx512vnni;
-  if ((isa == CpuIsa::Avx2 || isa == CpuIsa::Avx512) && cpu_supports(isa)) return q8_rows_avx2;  // 4 and 8 bits
+  if (w.bits == 3 && isa == CpuIsa::Avx512 && cpu_has_avx512_vnni() && cpu_has_avx512_vbmi()) return q8_rows_avx512vbmi;
+  if (w.bits != 3 && isa == CpuIsa::Avx512 && cpu_has_avx512_vnni()) return q8_rows_avx512vnni;
+  if ((isa == CpuIsa::Avx2 || isa == CpuIsa::Avx512) && cpu_supports(isa)) return q8_rows_avx2;  // 3, 4 and 8 bits
   return nullptr;
 }
 

@@ -62,7 +62,7 @@ inline constexpr int64_t kQ8MaxRowGroups = 2048;
 
 // Computes y[i, n] for every i < batch.m and n in [row0, row1).
 using Q8RowsFn = void (*)(const Q8Batch& batch, int64_t row0, int64_t row1);
-void q8_rows_avx2(const Q8Batch& batch, int64_t row0, int64_t row1);        // 4- and 8-bit
+void q8_rows_avx2(const Q8Batch& batch, int64_t row0, int64_t row1);        // 3-, 4- and 8-bit
 void q8_rows_avx512vnni(const Q8Batch& batch, int64_t row0, int64_t row1);  // 4- and 8-bit
 void q8_rows_avx512vbmi(const Q8Batch& batch, int64_t row0, int64_t row1);  // 3-bit (VNNI + VBMI)
 

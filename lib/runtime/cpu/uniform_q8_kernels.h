@@ -25,12 +25,10 @@ inline constexpr int64_t kQ8BlockCols = 32;
 // path's would. d has ceil(cols / 32) entries.
 void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d);
 
-// True when uniform_gemv_q8 can run w with `isa`: 4-bit codes with CpuIsa::Avx2 or
-// CpuIsa::Avx512, 8-bit codes with CpuIsa::Avx512 where the CPU has AVX-512 VNNI (AVX2's
-// vpmaddubsw would saturate on 8-bit codes), 3-bit codes with CpuIsa::Avx512 where it has
-// VNNI and VBMI (to spread the codes to bytes), and groups that are whole activation blocks
-// (group_cols a multiple of 32 that divides or is divided by the kernel's chunk of 16
-// lanes, or one group per row).
+// True when uniform_gemv_q8 can run w with `isa`: 3-, 4- and 8-bit codes with CpuIsa::Avx2
+// or CpuIsa::Avx512 (AVX-512 VNNI where the CPU has it, with VBMI for 3-bit codes; the AVX2
+// kernel otherwise), and groups that are whole activation blocks (group_cols a multiple of
+// 32 that divides or is divided by the kernel's chunk of 16 lanes, or one group per row).
 bool uniform_q8_supported(const UniformWeightsView& w, CpuIsa isa);
 
 // The spec: y[i, n] = sum_g scale[n, g] * sum_{b in g} d_i[b] * sum_{k in b} (q[n, k] - z[n, g]) * xq_i[k],

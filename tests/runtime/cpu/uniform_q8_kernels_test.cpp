@@ -203,6 +203,33 @@ TEST(UniformQ8, SimdKernelsMatchTheSpecOnEverySupportedType) {
   if (runs == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI: no int8-activation kernel to test";
 }
 
+// The packed codes end right before an unreadable page: a kernel reading past the last
+// row's codes (a whole-vector load of a row's partial last chunk, which other rows take from
+// the next row's codes) crashes; it must give the same bits as from an ordinary buffer.
+TEST(UniformQ8, ReadsNothingPastTheCodes) {
+  int runs = 0;
+  for (int bits : {3, 4, 8})
+    for (const test::KGroup& kg : test::test_k_groups())
+      for (int64_t rows : {int64_t{1}, int64_t{5}}) {
+        const PackedWeights w(UniformQuant{bits, kg.group_size, false}, rows, kg.cols, 41);
+        const test::BytesBeforeGuardPage words(w.words.data(), w.words.size() * sizeof(uint32_t));
+        cpu::UniformWeightsView guarded = w.view();
+        guarded.words = words.as<uint32_t>();
+        const int64_t m = 2;
+        const std::vector<float> x = test::activations(m, kg.cols, kg.cols, 5);
+        for (CpuIsa isa : test::supported_isas()) {
+          if (!cpu::uniform_q8_supported(w.view(), isa)) continue;
+          SCOPED_TRACE(test::quant_label(w.canonical.quant, rows, kg.cols) + " " + cpu::cpu_isa_name(isa));
+          std::vector<float> got(static_cast<size_t>(m * rows)), want(got.size());
+          ASSERT_EQ(cpu::uniform_gemv_q8(guarded, x.data(), m, kg.cols, got.data(), rows, isa), KernelStatus::Ok);
+          ASSERT_EQ(cpu::uniform_gemv_q8(w.view(), x.data(), m, kg.cols, want.data(), rows, isa), KernelStatus::Ok);
+          EXPECT_EQ(got, want);
+          ++runs;
+        }
+      }
+  if (runs == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512 VNNI: no int8-activation kernel to test";
+}
+
 // Matrices run together (a layer's q/k/v) give each matrix's outputs bit for bit as its own
 // call does, on 1 and 2 threads: row counts that are not multiples of the kernel's blocks
 // of 4 rows or of the threads' 16 put each matrix's rows at odd places of the stacked range.
@@ -334,8 +361,8 @@ TEST(UniformQ8, SupportIsDecidedByBitsGroupsAndIsa) {
     EXPECT_FALSE(cpu::uniform_q8_supported(odd.view(), isa));
     std::vector<float> x(576, 1.0f), y(3);
     EXPECT_EQ(cpu::uniform_gemv_q8(w2.view(), x.data(), 1, 576, y.data(), 3, isa), KernelStatus::InvalidArgument);
-    // 3-bit codes: only AVX-512 with VNNI and VBMI spreads them to bytes.
-    const bool w3_runs = isa == CpuIsa::Avx512 && cpu::cpu_has_avx512_vnni() && cpu::cpu_has_avx512_vbmi();
+    // 3-bit codes: AVX-512 VNNI with VBMI spreads them to bytes, AVX2 otherwise.
+    const bool w3_runs = isa != CpuIsa::Scalar;
     EXPECT_EQ(cpu::uniform_q8_supported(w3.view(), isa), w3_runs) << cpu::cpu_isa_name(isa);
     EXPECT_EQ(cpu::uniform_gemv_q8(w3.view(), x.data(), 1, 576, y.data(), 3, isa),
               w3_runs ? KernelStatus::Ok : KernelStatus::IsaUnavailable)
@@ -344,6 +371,7 @@ TEST(UniformQ8, SupportIsDecidedByBitsGroupsAndIsa) {
   if (cpu::cpu_supports(CpuIsa::Avx2)) {
     EXPECT_TRUE(cpu::uniform_q8_supported(w4.view(), CpuIsa::Avx2));
     EXPECT_TRUE(cpu::uniform_q8_supported(w8.view(), CpuIsa::Avx2));
+    EXPECT_TRUE(cpu::uniform_q8_supported(w3.view(), CpuIsa::Avx2));
   }
 }
 
