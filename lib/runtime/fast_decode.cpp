@@ -9,6 +9,7 @@
 
 #include "formats/model_config.h"
 #include "runtime/cpu/decode_attention.h"
+#include "runtime/cpu/silu.h"
 #include "runtime/linear.h"
 #include "runtime/model.h"
 #include "runtime/quant_linear.h"
@@ -124,10 +125,7 @@ void mlp_step(const DecoderLayer& L, const ModelConfig& c, int64_t B, Buffers& b
   float* const gate_up_out[] = {buf.gate.data(), buf.up.data()};
   if (!forward_rows_together(gate_up, buf.x.data(), B, gate_up_out))
     for (int j = 0; j < 2; ++j) gate_up[j]->forward_rows(buf.x.data(), B, gate_up_out[j]);
-  for (size_t i = 0; i < buf.gate.size(); ++i) {
-    const float g = buf.gate[i];
-    buf.gate[i] = g / (1.0f + std::exp(-g)) * buf.up[i];
-  }
+  cpu::silu_mul(buf.gate.data(), buf.up.data(), static_cast<int64_t>(buf.gate.size()), cpu::selected_cpu_isa());
   L.down->forward_rows(buf.gate.data(), B, buf.proj.data());
   for (int64_t i = 0; i < B * H; ++i) buf.h[i] += buf.proj[i];
 }

@@ -8,7 +8,6 @@ namespace {
 struct Avx2Attention : avx2::VecOps {
   static constexpr int kKeyBlock = 2;  // 16 registers: 4 heads x 2 keys of accumulators
   static Vec load_partial(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
-  static Vec set1(float v) { return _mm256_set1_ps(v); }
   static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
   static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   static Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
@@ -24,17 +23,6 @@ struct Avx2Attention : avx2::VecOps {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     s = _mm_hadd_ps(s, s);  // lanes 0, 1: v0's sum, v1's sum
     _mm_storel_pi(reinterpret_cast<__m64*>(out), s);
-  }
-  // exp(x) for x <= 0 (NaN stays NaN): x = n ln 2 + r, exp(r) by polynomial, times 2^n
-  // built in the exponent bits. The clamp at -87 keeps 2^n normal (exp(-87) = 1.6e-38
-  // stands for anything smaller: nothing next to the top key's weight of 1).
-  static Vec exp_nonpositive(Vec x) {
-    x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);  // max returns its second operand for NaN
-    const Vec n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    Vec r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), r);
-    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(exp_reduced<Avx2Attention>(r), _mm256_castsi256_ps(bits));
   }
 };
 

@@ -9,23 +9,12 @@ namespace {
 struct Avx512Attention : avx512::VecOps {
   static constexpr int kKeyBlock = 4;
   static Vec load_partial(const float* p, int n) { return _mm512_maskz_loadu_ps(first_lanes(n), p); }
-  static Vec set1(float v) { return _mm512_set1_ps(v); }
   static Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
   static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   static Vec max(Vec a, Vec b) { return _mm512_max_ps(a, b); }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
   // The lane sums of v[0..3] into out[0..3]: one transposing reduction.
   static void reduce_add_block(const Vec v[4], float out[4]) { _mm_storeu_ps(out, reduce_add4_avx512(v)); }
-  // exp(x) for x <= 0 (NaN stays NaN): x = n ln 2 + r, exp(r) by polynomial, times 2^n by
-  // vscalefps (exact, denormal and zero results included). Below -104 exp is 0 in float;
-  // the clamp keeps n finite.
-  static Vec exp_nonpositive(Vec x) {
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);  // max returns its second operand for NaN
-    const Vec n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    Vec r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2High), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Low), r);
-    return _mm512_scalef_ps(exp_reduced<Avx512Attention>(r), n);
-  }
 };
 
 }  // namespace

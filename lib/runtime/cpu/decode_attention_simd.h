@@ -18,27 +18,13 @@
 #include <cstdint>
 
 #include "runtime/cpu/decode_attention_isa.h"
+#include "runtime/cpu/exp_poly.h"
 
 namespace fsq::cpu {
 namespace {
 
 constexpr int kHeadGroup = 4;
 constexpr int kValueVectors = 4;  // value lanes per pass: 4 vectors (64 floats with AVX-512)
-
-// exp(r) on |r| <= ln(2)/2 as its Taylor polynomial to degree 7: the remainder is below
-// 1e-8 relative there, so Horner's roundings dominate: 0.94 ulp at most over every float in
-// [-87, 0] against double exp (checked exhaustively, both ISAs; libm's expf: 0.50).
-constexpr float kExpTaylor[] = {1.0f, 1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
-// ln 2 in two parts (Cody and Waite): n * kLn2High is exact for |n| < 2^9.
-constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f, kLog2e = 1.44269504f;
-
-// p(r) ~ exp(r) for the reduced argument, Horner from the top coefficient.
-template <typename Simd>
-typename Simd::Vec exp_reduced(typename Simd::Vec r) {
-  typename Simd::Vec p = Simd::set1(kExpTaylor[7]);
-  for (int k = 6; k >= 0; --k) p = Simd::fmadd(p, r, Simd::set1(kExpTaylor[k]));
-  return p;
-}
 
 // scores[h, s] = scale * q[h] . k[s] for the G heads from h0.
 template <typename Simd, int G>

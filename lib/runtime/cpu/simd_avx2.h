@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "runtime/cpu/exp_poly.h"
+
 namespace fsq::cpu::avx2 {
 
 struct VecOps {
@@ -32,6 +34,17 @@ struct VecOps {
     return _mm_cvtss_f32(s);
   }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
+  static Vec set1(float v) { return _mm256_set1_ps(v); }
+  // exp(x) for x <= 0 (NaN stays NaN; exp_poly.h): 2^n built in the exponent bits. The
+  // clamp at -87 keeps 2^n normal: exp(-87) = 1.6e-38 stands for anything smaller.
+  static Vec exp_nonpositive(Vec x) {
+    x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);  // max returns its second operand for NaN
+    const Vec n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    Vec r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2High), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Low), r);
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(exp_reduced<VecOps>(r), _mm256_castsi256_ps(bits));
+  }
 };
 
 }  // namespace fsq::cpu::avx2

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "runtime/cpu/exp_poly.h"
+
 namespace fsq::cpu::avx512 {
 
 struct VecOps {
@@ -24,6 +26,16 @@ struct VecOps {
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
+  static Vec set1(float v) { return _mm512_set1_ps(v); }
+  // exp(x) for x <= 0 (NaN stays NaN; exp_poly.h): 2^n by vscalefps (exact, denormal and
+  // zero results included). Below -104 exp is 0 in float; the clamp keeps n finite.
+  static Vec exp_nonpositive(Vec x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);  // max returns its second operand for NaN
+    const Vec n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    Vec r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2High), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Low), r);
+    return _mm512_scalef_ps(exp_reduced<VecOps>(r), n);
+  }
 };
 
 }  // namespace fsq::cpu::avx512
