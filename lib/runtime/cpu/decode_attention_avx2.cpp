@@ -7,9 +7,7 @@ namespace {
 
 struct Avx2Attention : avx2::VecOps {
   static constexpr int kKeyBlock = 2;  // 16 registers: 4 heads x 2 keys of accumulators
-  static Vec load_partial(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
   static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
-  static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   static Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
   static float reduce_max(Vec v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

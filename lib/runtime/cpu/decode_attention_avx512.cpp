@@ -8,9 +8,7 @@ namespace {
 
 struct Avx512Attention : avx512::VecOps {
   static constexpr int kKeyBlock = 4;
-  static Vec load_partial(const float* p, int n) { return _mm512_maskz_loadu_ps(first_lanes(n), p); }
   static Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
-  static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   static Vec max(Vec a, Vec b) { return _mm512_max_ps(a, b); }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
   // The lane sums of v[0..3] into out[0..3]: one transposing reduction.

@@ -5,9 +5,7 @@
 namespace fsq::cpu {
 namespace {
 
-struct Avx2Dense : avx2::VecOps {
-  static Vec load_partial(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
-};
+using Avx2Dense = avx2::VecOps;  // the dense loop needs no operations of its own
 
 }  // namespace
 

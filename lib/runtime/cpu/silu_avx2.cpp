@@ -7,9 +7,7 @@ namespace fsq::cpu {
 namespace {
 
 struct Avx2Silu : avx2::VecOps {
-  static Vec load_partial(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
   static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
-  static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   static Vec neg_abs(Vec v) { return _mm256_or_ps(v, _mm256_set1_ps(-0.0f)); }
   // a where v >= 0, else b (NaN: b).
   static Vec select_nonnegative(Vec v, Vec a, Vec b) {

@@ -7,9 +7,7 @@ namespace fsq::cpu {
 namespace {
 
 struct Avx512Silu : avx512::VecOps {
-  static Vec load_partial(const float* p, int n) { return _mm512_maskz_loadu_ps(first_lanes(n), p); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
-  static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   static Vec neg_abs(Vec v) {  // the sign bit set (vorps on zmm needs AVX-512DQ)
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN)));
   }

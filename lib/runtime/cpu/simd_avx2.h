@@ -35,6 +35,8 @@ struct VecOps {
   }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
   static Vec set1(float v) { return _mm256_set1_ps(v); }
+  static Vec load_partial(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
+  static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   // exp(x) for x <= 0 (NaN stays NaN; exp_poly.h): 2^n built in the exponent bits. The
   // clamp at -87 keeps 2^n normal: exp(-87) = 1.6e-38 stands for anything smaller.
   static Vec exp_nonpositive(Vec x) {

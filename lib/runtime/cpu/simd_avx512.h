@@ -27,6 +27,8 @@ struct VecOps {
   static float reduce_add(Vec v) { return _mm512_reduce_add_ps(v); }
   static float half(uint16_t h) { return _cvtsh_ss(h); }
   static Vec set1(float v) { return _mm512_set1_ps(v); }
+  static Vec load_partial(const float* p, int n) { return _mm512_maskz_loadu_ps(first_lanes(n), p); }
+  static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   // exp(x) for x <= 0 (NaN stays NaN; exp_poly.h): 2^n by vscalefps (exact, denormal and
   // zero results included). Below -104 exp is 0 in float; the clamp keeps n finite.
   static Vec exp_nonpositive(Vec x) {
