@@ -10,14 +10,18 @@
 // pointers, columns, values).
 // After the Google Benchmark output it prints one table: the kernel's GB/s, its % of the
 // read kernel's GB/s with the same threads, and what the CSR part costs (time with it over
-// time without, minus 1). FSQ_CPU_ISA=scalar|avx2|avx512 picks the kernel variant (the read
-// kernel always uses the widest); FSQ_LUT_VBMI=0 keeps the AVX-512 kernel off VBMI's 3-bit
-// unpacking (to compare). With --benchmark_repetitions the table uses medians.
+// time without, minus 1), and the same measured in pairs ("paired": each iteration of a
+// +csr-paired benchmark times the dense and the CSR GEMV back to back; the median of the
+// pairs' ratios, minus 1, which a noisy machine's drifts move less). FSQ_CPU_ISA=
+// scalar|avx2|avx512 picks the kernel variant (the read kernel always uses the widest);
+// FSQ_LUT_VBMI=0 keeps the AVX-512 kernel off VBMI's 3-bit unpacking (to compare). With
+// --benchmark_repetitions the table uses medians.
 //   build/tests/bench/bench_lut_kernels --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -25,6 +29,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bench_support.h"
@@ -154,28 +159,26 @@ std::string key(const Shape& s, const Kind& kind, bool sparse, int threads) {
   return kind.name() + (sparse ? "+csr" : "") + "/" + std::to_string(s.in) + "x" + std::to_string(s.out) + "/m1/t" +
          std::to_string(threads);
 }
+std::string paired_key(const Shape& s, const Kind& kind, int threads) {
+  return kind.name() + "+csr-paired/" + std::to_string(s.in) + "x" + std::to_string(s.out) + "/m1/t" +
+         std::to_string(threads);
+}
 std::string read_key(int64_t bytes, int threads) {
   return "read/" + std::to_string(bytes >> 20) + "MiB/t" + std::to_string(threads);
 }
 
-// Copies totalling mem_bytes(); only the latest set stays (the benchmarks of one shape, bits
-// and sparsity are registered one after another).
+// Copies totalling mem_bytes() per set; only the latest set stays in each slot (the
+// benchmarks of one shape, bits and sparsity are registered one after another): one slot for
+// the single GEMVs, two for the paired dense and CSR ones.
 class Fixtures {
  public:
   explicit Fixtures(int64_t mem) : mem_(mem) {}
   int64_t mem() const { return mem_; }
-  const std::vector<LutArrays>& copies(const Shape& s, int bits, bool sparse) {
-    const std::string k = key(s, bits, sparse, 0);
-    if (k != key_) {
-      copies_.clear();
-      copies_.push_back(make_random(s, bits, sparse));
-      const int64_t n = std::max<int64_t>(1, (mem_ + copies_[0].bytes() - 1) / copies_[0].bytes());
-      while (static_cast<int64_t>(copies_.size()) < n) copies_.push_back(copy_of(copies_[0]));
-      key_ = k;
-      bytes_[k] = copies_[0].bytes();
-      nnz_[k] = copies_[0].nnz;
-    }
-    return copies_;
+  const std::vector<LutArrays>& copies(const Shape& s, int bits, bool sparse) { return fill(single_, s, bits, sparse); }
+  // The same matrix (make_random draws the codes and tables before the nonzeros) without
+  // and with its CSR part.
+  std::pair<const std::vector<LutArrays>*, const std::vector<LutArrays>*> pair(const Shape& s, int bits) {
+    return {&fill(pair_dense_, s, bits, false), &fill(pair_sparse_, s, bits, true)};
   }
   const bench::ReadBuffer& read_buffer() {
     if (read_.words == 0) read_ = bench::make_read_buffer(mem_);
@@ -185,13 +188,29 @@ class Fixtures {
   int64_t nnz(const Shape& s, int bits, bool sparse) const { return lookup(nnz_, key(s, bits, sparse, 0)); }
 
  private:
+  struct Slot {
+    std::string key;
+    std::vector<LutArrays> copies;
+  };
+  const std::vector<LutArrays>& fill(Slot& slot, const Shape& s, int bits, bool sparse) {
+    const std::string k = key(s, bits, sparse, 0);
+    if (k != slot.key) {
+      slot.copies.clear();
+      slot.copies.push_back(make_random(s, bits, sparse));
+      const int64_t n = std::max<int64_t>(1, (mem_ + slot.copies[0].bytes() - 1) / slot.copies[0].bytes());
+      while (static_cast<int64_t>(slot.copies.size()) < n) slot.copies.push_back(copy_of(slot.copies[0]));
+      slot.key = k;
+      bytes_[k] = slot.copies[0].bytes();
+      nnz_[k] = slot.copies[0].nnz;
+    }
+    return slot.copies;
+  }
   static int64_t lookup(const std::map<std::string, int64_t>& m, const std::string& k) {
     const auto it = m.find(k);
     return it == m.end() ? 0 : it->second;
   }
   int64_t mem_;
-  std::string key_;
-  std::vector<LutArrays> copies_;
+  Slot single_, pair_dense_, pair_sparse_;
   bench::ReadBuffer read_;
   std::map<std::string, int64_t> bytes_, nnz_;
 };
@@ -204,54 +223,119 @@ int64_t bytes_read(int64_t lut_bytes, int64_t rows, const Kind& kind) {
   return kind.q8 ? lut_bytes - rows * (int64_t{2} << kind.bits) + rows * 20 : lut_bytes;
 }
 
-void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, const Kind& kind, int threads) {
-  set_threads(threads);
-  const cpu::CpuIsa isa = cpu::selected_cpu_isa();
-  std::vector<cpu::LutWeightsView> views;
-  std::vector<std::vector<uint8_t>> tables;
-  std::vector<std::vector<float>> scales;
-  std::vector<std::vector<uint16_t>> sparse_rows;  // as LutLinear prepares them
-  std::vector<AlignedBytes> codes3;                // 3-bit bit planes, as LutLinear prepares them
-  for (const LutArrays& a : copies) {
-    views.push_back(a.view());
-    if (cpu::check_lut_sparse(views.back()) != cpu::KernelStatus::Ok) {
-      state.SkipWithError("check_lut_sparse failed");
-      return;
-    }
-    if (kind.q8) {
-      tables.emplace_back(static_cast<size_t>(a.rows * 16));
-      scales.emplace_back(static_cast<size_t>(a.rows));
-      cpu::prepare_lut_q8_tables(views.back(), tables.back().data(), scales.back().data());
-      sparse_rows.emplace_back(static_cast<size_t>(a.nnz));
-      if (cpu::lut_q8_sparse_rows_apply(views.back()))
-        cpu::prepare_lut_q8_sparse_rows(views.back(), sparse_rows.back().data());
-      if (kind.planes) {
-        codes3.push_back(allocate_aligned(static_cast<size_t>(cpu::lut_q8_codes3_bytes(views.back()))));
-        cpu::prepare_lut_q8_codes3(views.back(), reinterpret_cast<uint8_t*>(codes3.back().get()));
+// A set of copies as the GEMV takes them, with what LutLinear prepares per matrix (the int8
+// tables, the nonzeros' rows, the 3-bit bit planes); call(i) multiplies copy i by x.
+class PreparedCopies {
+ public:
+  PreparedCopies(const std::vector<LutArrays>& copies, const Kind& kind) : kind_(kind) {
+    for (const LutArrays& a : copies) {
+      views_.push_back(a.view());
+      if (cpu::check_lut_sparse(views_.back()) != cpu::KernelStatus::Ok) {
+        error_ = "check_lut_sparse failed";
+        return;
+      }
+      if (kind.q8) {
+        tables_.emplace_back(static_cast<size_t>(a.rows * 16));
+        scales_.emplace_back(static_cast<size_t>(a.rows));
+        cpu::prepare_lut_q8_tables(views_.back(), tables_.back().data(), scales_.back().data());
+        sparse_rows_.emplace_back(static_cast<size_t>(a.nnz));
+        if (cpu::lut_q8_sparse_rows_apply(views_.back()))
+          cpu::prepare_lut_q8_sparse_rows(views_.back(), sparse_rows_.back().data());
+        if (kind.planes) {
+          codes3_.push_back(allocate_aligned(static_cast<size_t>(cpu::lut_q8_codes3_bytes(views_.back()))));
+          cpu::prepare_lut_q8_codes3(views_.back(), reinterpret_cast<uint8_t*>(codes3_.back().get()));
+        }
       }
     }
+    if (kind.q8 && !cpu::lut_q8_supported(views_.front(), isa_))
+      error_ = "lut_gemv_q8 needs AVX-512 VNNI (and VBMI for 3-bit codes)";
+    x_.assign(static_cast<size_t>(views_.front().cols), 0.5f);
+    y_.resize(static_cast<size_t>(views_.front().rows));
   }
-  if (kind.q8 && !cpu::lut_q8_supported(views.front(), isa)) {
-    state.SkipWithError("lut_gemv_q8 needs AVX-512 VNNI (and VBMI for 3-bit codes)");
+  const char* error() const { return error_; }
+  size_t size() const { return views_.size(); }
+  cpu::KernelStatus call(size_t i) {
+    const cpu::LutWeightsView& v = views_[i];
+    if (!kind_.q8) return cpu::lut_gemv(v, x_.data(), 1, v.cols, y_.data(), v.rows, isa_);
+    const cpu::LutQ8Tables t{tables_[i].data(), scales_[i].data(),
+                             cpu::lut_q8_sparse_rows_apply(v) ? sparse_rows_[i].data() : nullptr,
+                             codes3_.empty() ? nullptr : aligned_as<uint8_t>(codes3_[i])};
+    return cpu::lut_gemv_q8(v, t, x_.data(), 1, v.cols, y_.data(), v.rows, isa_);
+  }
+
+ private:
+  Kind kind_;
+  cpu::CpuIsa isa_ = cpu::selected_cpu_isa();
+  const char* error_ = nullptr;
+  std::vector<cpu::LutWeightsView> views_;
+  std::vector<std::vector<uint8_t>> tables_;
+  std::vector<std::vector<float>> scales_;
+  std::vector<std::vector<uint16_t>> sparse_rows_;
+  std::vector<AlignedBytes> codes3_;
+  std::vector<float> x_, y_;
+};
+
+void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, const Kind& kind, int threads) {
+  set_threads(threads);
+  PreparedCopies gemv(copies, kind);
+  if (gemv.error() != nullptr) {
+    state.SkipWithError(gemv.error());
     return;
   }
-  const int64_t rows = views.front().rows, cols = views.front().cols;
-  const std::vector<float> x(static_cast<size_t>(cols), 0.5f);
-  std::vector<float> y(static_cast<size_t>(rows));
   size_t next = 0;
   for (auto _ : state) {
-    const cpu::KernelStatus status =
-        kind.q8 ? cpu::lut_gemv_q8(views[next],
-                                   {tables[next].data(), scales[next].data(),
-                                    cpu::lut_q8_sparse_rows_apply(views[next]) ? sparse_rows[next].data() : nullptr,
-                                    codes3.empty() ? nullptr : aligned_as<uint8_t>(codes3[next])},
-                                   x.data(), 1, cols, y.data(), rows, isa)
-                : cpu::lut_gemv(views[next], x.data(), 1, cols, y.data(), rows, isa);
-    if (status != cpu::KernelStatus::Ok) state.SkipWithError("the GEMV failed");
+    if (gemv.call(next) != cpu::KernelStatus::Ok) state.SkipWithError("the GEMV failed");
     benchmark::ClobberMemory();
-    next = next + 1 == views.size() ? 0 : next + 1;
+    next = next + 1 == gemv.size() ? 0 : next + 1;
   }
-  state.SetBytesProcessed(state.iterations() * bytes_read(copies.front().bytes(), rows, kind));
+  state.SetBytesProcessed(state.iterations() * bytes_read(copies.front().bytes(), copies.front().rows, kind));
+}
+
+// The CSR part's cost in pairs: each iteration times the dense-only GEMV and the one with the
+// CSR part back to back (which goes first alternates), each on its next copy, so a noisy
+// machine's drifts, slower than two calls, fall out of each pair's ratio. The table prints
+// the median of the ratios - 1 ("paired"); the benchmark's own time is the pair's.
+std::map<std::string, std::vector<double>> g_pair_ratios;
+
+void run_paired(benchmark::State& state, const std::vector<LutArrays>& dense, const std::vector<LutArrays>& sparse,
+                const Kind& kind, int threads, const std::string& name) {
+  set_threads(threads);
+  PreparedCopies d(dense, kind), s(sparse, kind);
+  if (d.error() != nullptr || s.error() != nullptr) {
+    state.SkipWithError(d.error() != nullptr ? d.error() : s.error());
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto timed = [](PreparedCopies& g, size_t i) {
+    const auto t0 = Clock::now();
+    const bool ok = g.call(i) == cpu::KernelStatus::Ok;
+    benchmark::ClobberMemory();
+    return ok ? std::chrono::duration<double>(Clock::now() - t0).count() : -1.0;
+  };
+  std::vector<double>& ratios = g_pair_ratios[name];
+  size_t nd = 0, ns = 0;
+  bool dense_first = true;
+  for (auto _ : state) {
+    double td, ts;
+    if (dense_first) {
+      td = timed(d, nd);
+      ts = timed(s, ns);
+    } else {
+      ts = timed(s, ns);
+      td = timed(d, nd);
+    }
+    if (td <= 0 || ts <= 0) state.SkipWithError("the GEMV failed");
+    ratios.push_back(ts / td);
+    dense_first = !dense_first;
+    nd = nd + 1 == d.size() ? 0 : nd + 1;
+    ns = ns + 1 == s.size() ? 0 : ns + 1;
+  }
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
 }
 
 void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
@@ -267,6 +351,16 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
           bench::add(key(s, kind, sparse, threads),
                      [=](benchmark::State& st) { run_gemv(st, fx->copies(*sp, kind.bits, sparse), kind, threads); });
         }
+  for (const Shape& s : kShapes)
+    for (const Kind& kind : kKinds)
+      for (int threads : thread_counts) {
+        const Shape* sp = &s;
+        const std::string name = paired_key(s, kind, threads);
+        bench::add(name, [=](benchmark::State& st) {
+          const auto [dense, sparse] = fx->pair(*sp, kind.bits);
+          run_paired(st, *dense, *sparse, kind, threads, name);
+        });
+      }
 }
 
 void print_table(const bench::Collector& c, const Fixtures& f, const std::vector<int>& thread_counts) {
@@ -275,8 +369,8 @@ void print_table(const bench::Collector& c, const Fixtures& f, const std::vector
               cpu::cpu_isa_name(cpu::selected_cpu_isa()), cpu::lut_vbmi_in_use() ? " (VBMI for 3-bit)" : "",
               static_cast<long>(f.mem() >> 20),
               cpu::cpu_isa_name(cpu::best_cpu_isa()), static_cast<long>(f.mem() >> 20));
-  std::printf("%-26s %-9s %3s | %8s %8s %7s %7s %6s | %9s\n", "shape (K x N)", "type", "thr", "nnz", "MB", "us",
-              "GB/s", "%read", "CSR cost");
+  std::printf("%-26s %-9s %3s | %8s %8s %7s %7s %6s | %9s %9s\n", "shape (K x N)", "type", "thr", "nnz", "MB", "us",
+              "GB/s", "%read", "CSR cost", "paired");
   for (const Shape& s : kShapes)
     for (const Kind& kind : kKinds)
       for (int threads : thread_counts) {
@@ -289,13 +383,15 @@ void print_table(const bench::Collector& c, const Fixtures& f, const std::vector
           if (us == 0) continue;  // filtered out
           const double bytes = static_cast<double>(bytes_read(f.bytes(s, bits, sparse), s.out, kind));
           const double gbps = bytes * 1e-3 / us;
-          char pct[16] = "-", cost[16] = "-";
+          char pct[16] = "-", cost[16] = "-", paired[16] = "-";
           if (read_gbps > 0) std::snprintf(pct, sizeof pct, "%.0f", 100 * gbps / read_gbps);
           if (sparse && dense_us > 0) std::snprintf(cost, sizeof cost, "%+.1f%%", 100 * (us / dense_us - 1));
-          std::printf("%-26s %-9s %3d | %8ld %8.2f %7.1f %7.2f %6s | %9s\n",
+          if (const auto it = g_pair_ratios.find(paired_key(s, kind, threads)); sparse && it != g_pair_ratios.end())
+            std::snprintf(paired, sizeof paired, "%+.1f%%", 100 * (median(it->second) - 1));
+          std::printf("%-26s %-9s %3d | %8ld %8.2f %7.1f %7.2f %6s | %9s %9s\n",
                       (std::string(s.what) + " " + std::to_string(s.in) + "x" + std::to_string(s.out)).c_str(),
                       (kind.name() + (sparse ? "+csr" : "")).c_str(), threads,
-                      static_cast<long>(f.nnz(s, bits, sparse)), bytes * 1e-6, us, gbps, pct, cost);
+                      static_cast<long>(f.nnz(s, bits, sparse)), bytes * 1e-6, us, gbps, pct, cost, paired);
         }
         if (read_gbps > 0) std::printf("%-26s %-9s %3d | read %.2f GB/s\n", "", "", threads, read_gbps);
       }
