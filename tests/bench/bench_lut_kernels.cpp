@@ -324,7 +324,10 @@ void run_paired(benchmark::State& state, const std::vector<LutArrays>& dense, co
       ts = timed(s, ns);
       td = timed(d, nd);
     }
-    if (td <= 0 || ts <= 0) state.SkipWithError("the GEMV failed");
+    if (td <= 0 || ts <= 0) {
+      state.SkipWithError("the GEMV failed");
+      break;
+    }
     ratios.push_back(ts / td);
     dense_first = !dense_first;
     nd = nd + 1 == d.size() ? 0 : nd + 1;
