@@ -151,17 +151,20 @@ LutArrays copy_of(const LutArrays& a) {
   return c;
 }
 
+// The part of a benchmark's name after its type: "/KxN/m1/tT".
+std::string shape_key(const Shape& s, int threads) {
+  std::string k = "/";
+  k += std::to_string(s.in) + "x" + std::to_string(s.out) + "/m1/t" + std::to_string(threads);
+  return k;
+}
 std::string key(const Shape& s, int bits, bool sparse, int threads) {
-  return "lut" + std::to_string(bits) + (sparse ? "+csr" : "") + "/" + std::to_string(s.in) + "x" +
-         std::to_string(s.out) + "/m1/t" + std::to_string(threads);
+  return "lut" + std::to_string(bits) + (sparse ? "+csr" : "") + shape_key(s, threads);
 }
 std::string key(const Shape& s, const Kind& kind, bool sparse, int threads) {
-  return kind.name() + (sparse ? "+csr" : "") + "/" + std::to_string(s.in) + "x" + std::to_string(s.out) + "/m1/t" +
-         std::to_string(threads);
+  return kind.name() + (sparse ? "+csr" : "") + shape_key(s, threads);
 }
 std::string paired_key(const Shape& s, const Kind& kind, int threads) {
-  return kind.name() + "+csr-paired/" + std::to_string(s.in) + "x" + std::to_string(s.out) + "/m1/t" +
-         std::to_string(threads);
+  return kind.name() + "+csr-paired" + shape_key(s, threads);
 }
 std::string read_key(int64_t bytes, int threads) {
   return "read/" + std::to_string(bytes >> 20) + "MiB/t" + std::to_string(threads);
