@@ -114,10 +114,13 @@ void LutLinear::prepare_q8_tables() {
     q8_sparse_rows_.resize(static_cast<size_t>(nnz_));
     cpu::prepare_lut_q8_sparse_rows(weights_view(), q8_sparse_rows_.data());
   }
+  // Only a CPU with AVX-512 reads the slices (lut_q8_loops.h).
+  if (cpu::cpu_supports(cpu::CpuIsa::Avx512)) q8_slices_ = cpu::LutQ8SliceCopy(weights_view());
 }
 
 cpu::LutQ8Tables LutLinear::q8_view() const {
-  return {q8_tables_.data(), q8_scales_.data(), q8_sparse_rows_.empty() ? nullptr : q8_sparse_rows_.data()};
+  return {q8_tables_.data(), q8_scales_.data(), q8_sparse_rows_.empty() ? nullptr : q8_sparse_rows_.data(), nullptr,
+          q8_slices_.view()};
 }
 
 void LutLinear::set_int8_decode(bool on) {

@@ -13,6 +13,7 @@
 #include "runtime/aligned_bytes.h"
 #include "runtime/cpu/lut_kernels.h"
 #include "runtime/cpu/lut_q8_kernels.h"  // LutQ8Tables
+#include "runtime/cpu/lut_q8_slice_copy.h"
 #include "runtime/linear.h"
 
 namespace fsq {
@@ -86,6 +87,7 @@ class LutLinear final : public Linear {
   std::vector<uint8_t> q8_tables_;  // cpu::prepare_lut_q8_tables, made when an int8 path turns on
   std::vector<float> q8_scales_;
   std::vector<uint16_t> q8_sparse_rows_;  // cpu::prepare_lut_q8_sparse_rows, with the tables
+  cpu::LutQ8SliceCopy q8_slices_;         // the CSR part as the AVX-512 GEMV's slices, with the tables
   cpu::LutQ8Tables q8_view() const;
 };
 

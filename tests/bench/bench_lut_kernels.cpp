@@ -39,6 +39,7 @@
 #include "runtime/aligned_bytes.h"
 #include "runtime/cpu/lut_kernels.h"
 #include "runtime/cpu/lut_q8_kernels.h"
+#include "runtime/cpu/lut_q8_slice_copy.h"
 #include "runtime/threads.h"
 
 namespace fsq {
@@ -244,6 +245,7 @@ class PreparedCopies {
         sparse_rows_.emplace_back(static_cast<size_t>(a.nnz));
         if (cpu::lut_q8_sparse_rows_apply(views_.back()))
           cpu::prepare_lut_q8_sparse_rows(views_.back(), sparse_rows_.back().data());
+        slices_.emplace_back(views_.back());  // as LutLinear prepares them
         if (kind.planes) {
           codes3_.push_back(allocate_aligned(static_cast<size_t>(cpu::lut_q8_codes3_bytes(views_.back()))));
           cpu::prepare_lut_q8_codes3(views_.back(), reinterpret_cast<uint8_t*>(codes3_.back().get()));
@@ -262,7 +264,7 @@ class PreparedCopies {
     if (!kind_.q8) return cpu::lut_gemv(v, x_.data(), 1, v.cols, y_.data(), v.rows, isa_);
     const cpu::LutQ8Tables t{tables_[i].data(), scales_[i].data(),
                              cpu::lut_q8_sparse_rows_apply(v) ? sparse_rows_[i].data() : nullptr,
-                             codes3_.empty() ? nullptr : aligned_as<uint8_t>(codes3_[i])};
+                             codes3_.empty() ? nullptr : aligned_as<uint8_t>(codes3_[i]), slices_[i].view()};
     return cpu::lut_gemv_q8(v, t, x_.data(), 1, v.cols, y_.data(), v.rows, isa_);
   }
 
@@ -270,6 +272,7 @@ class PreparedCopies {
   Kind kind_;
   cpu::CpuIsa isa_ = cpu::selected_cpu_isa();
   const char* error_ = nullptr;
+  std::vector<cpu::LutQ8SliceCopy> slices_;
   std::vector<cpu::LutWeightsView> views_;
   std::vector<std::vector<uint8_t>> tables_;
   std::vector<std::vector<float>> scales_;

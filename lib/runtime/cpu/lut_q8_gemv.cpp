@@ -81,6 +81,78 @@ void prepare_lut_q8_sparse_rows(const LutWeightsView& w, uint16_t* rows) {
     for (int64_t e = w.row_ptr[n]; e < w.row_ptr[n + 1]; ++e) rows[e] = static_cast<uint16_t>(n);
 }
 
+// Slices where they were measured to win (bench_lut_kernels, Zen 4, 1 thread, paired CSR
+// cost, two runs): 4096 columns at 0.45 % (~18 per row) +11-13 % row by row -> +8-10 %. At
+// 11008 columns they lost (+12-13 % -> +12-16 %): x no longer fits a 32 KiB L1, and the row
+// by row loop walks it in column order. Below 8 per row (SmolLM2's ~2.6) the stream stays.
+constexpr int64_t kSlicesMaxCols = 4096;
+
+bool lut_q8_sparse_slices_apply(const LutWeightsView& w) {
+  return w.row_ptr != nullptr && w.col_type == LutColType::U16 && w.cols <= kSlicesMaxCols &&
+         w.nnz >= kStreamMaxNonzerosPerRow * w.rows;
+}
+
+namespace {
+
+// Window by window, the rows sorted by count of nonzeros, most first (ties in row order);
+// fn(slice, lane, row) for every lane of every slice (row -1 past the matrix's end).
+template <typename Fn>
+void for_each_slice_lane(const LutWeightsView& w, const Fn& fn) {
+  std::vector<int32_t> order;
+  for (int64_t w0 = 0; w0 < w.rows; w0 += kLutQ8SliceWindowRows) {
+    const int64_t w1 = std::min(w.rows, w0 + kLutQ8SliceWindowRows);
+    order.clear();
+    for (int64_t n = w0; n < w1; ++n) order.push_back(static_cast<int32_t>(n));
+    std::stable_sort(order.begin(), order.end(), [&w](int32_t a, int32_t b) {
+      return w.row_ptr[a + 1] - w.row_ptr[a] > w.row_ptr[b + 1] - w.row_ptr[b];
+    });
+    const int64_t padded = (w1 - w0 + kLutQ8SliceRows - 1) / kLutQ8SliceRows * kLutQ8SliceRows;
+    for (int64_t i = 0; i < padded; ++i)
+      fn(w0 / kLutQ8SliceRows + i / kLutQ8SliceRows, i % kLutQ8SliceRows,
+         i < w1 - w0 ? order[static_cast<size_t>(i)] : int32_t{-1});
+  }
+}
+
+int64_t row_nonzeros(const LutWeightsView& w, int32_t row) {
+  return row < 0 ? 0 : w.row_ptr[row + 1] - w.row_ptr[row];
+}
+
+}  // namespace
+
+int64_t lut_q8_sparse_slice_steps(const LutWeightsView& w) {
+  std::vector<int64_t> longest(static_cast<size_t>((w.rows + kLutQ8SliceRows - 1) / kLutQ8SliceRows), 0);
+  for_each_slice_lane(w, [&](int64_t s, int64_t, int32_t row) {
+    longest[static_cast<size_t>(s)] = std::max(longest[static_cast<size_t>(s)], row_nonzeros(w, row));
+  });
+  int64_t steps = 0;
+  for (const int64_t l : longest) steps += l;
+  return steps;
+}
+
+void prepare_lut_q8_sparse_slices(const LutWeightsView& w, int32_t* lane_rows, int32_t* lane_counts,
+                                  int32_t* slice_steps, uint16_t* steps) {
+  const int64_t slices = (w.rows + kLutQ8SliceRows - 1) / kLutQ8SliceRows;
+  for_each_slice_lane(w, [&](int64_t s, int64_t l, int32_t row) {
+    lane_rows[s * kLutQ8SliceRows + l] = row;
+    lane_counts[s * kLutQ8SliceRows + l] = static_cast<int32_t>(row_nonzeros(w, row));
+  });
+  const auto* col = static_cast<const uint16_t*>(w.col);
+  slice_steps[0] = 0;
+  for (int64_t s = 0; s < slices; ++s) {
+    const int32_t* counts = lane_counts + s * kLutQ8SliceRows;
+    const int32_t length = *std::max_element(counts, counts + kLutQ8SliceRows);
+    uint16_t* out = steps + int64_t{slice_steps[s]} * 2 * kLutQ8SliceRows;
+    for (int32_t j = 0; j < length; ++j)
+      for (int64_t l = 0; l < kLutQ8SliceRows; ++l) {
+        const int32_t row = lane_rows[s * kLutQ8SliceRows + l];
+        const bool in = j < counts[l];
+        out[j * 2 * kLutQ8SliceRows + l] = in ? col[w.row_ptr[row] + j] : uint16_t{0};
+        out[j * 2 * kLutQ8SliceRows + kLutQ8SliceRows + l] = in ? w.val[w.row_ptr[row] + j] : uint16_t{0};
+      }
+    slice_steps[s + 1] = slice_steps[s] + length;
+  }
+}
+
 int64_t lut_q8_codes3_row_bytes(int64_t cols) {
   const int64_t full = cols / 128, rest = cols % 128;
   return full * 48 + (rest == 0 ? 0 : rest <= 64 ? 24 : 48);
@@ -169,8 +241,8 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
                        : w.bits == 4      ? lut_q8_rows_avx512vnni
                                           : lut_q8_rows_avx512vbmi;
   Q8Panel panel(panel_view(w, t), std::min(m, kMaxGemvRows));
-  const bool stream =
-      t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w) && w.nnz < kStreamMaxNonzerosPerRow * w.rows;
+  const bool slices = t.sparse_slices != nullptr && isa == CpuIsa::Avx512;
+  const bool stream = !slices && t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w) && w.nnz < kStreamMaxNonzerosPerRow * w.rows;
   std::vector<float> sparse_sums(stream ? static_cast<size_t>(std::min(m, kMaxGemvRows) * w.rows) : 0);
   for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
     LutQ8Batch batch;

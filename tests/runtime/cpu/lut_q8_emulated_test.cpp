@@ -55,7 +55,7 @@ std::vector<float> emulated_gemv(const Q8Lut& w, const cpu::LutQ8Tables& t, cons
 
 // Odd shapes (a chunk's part only, whole chunks, SmolLM2's 576, tails of 104 and 16 columns),
 // row counts that leave blocks of 4, 2 and 1 rows, every batch size, dense and with CSR parts
-// (row by row and as one stream).
+// (row by row, as one stream and as slices).
 TEST(LutQ8EmulatedAvx512, RowsWithinRoundingBoundOfReference) {
   uint32_t seed = 900;
   for (int bits : {4, 3})
@@ -67,16 +67,17 @@ TEST(LutQ8EmulatedAvx512, RowsWithinRoundingBoundOfReference) {
             const Q8Lut w(bits, rows, cols, sparse_bits, ++seed);
             const int64_t max_m = cpu::kMaxGemvRows, x_stride = cols + test::kXPadding;
             const std::vector<float> x = test::activations(max_m, cols, x_stride, seed);
-            for (bool stream : {false, true}) {
-              if (stream && sparse_bits == 0) continue;
-              const cpu::LutQ8Tables t = w.q8(stream, planes);
+            for (int sparse_path = 0; sparse_path < 3; ++sparse_path) {  // row by row, stream, slices
+              const bool stream = sparse_path == 1, sliced = sparse_path == 2;
+              if ((stream && sparse_bits == 0) || (sliced && sparse_bits != 16)) continue;
+              const cpu::LutQ8Tables t = w.q8(stream, planes, sliced);
               std::vector<float> ref(static_cast<size_t>(max_m * rows));
               ASSERT_EQ(cpu::lut_gemv_q8_reference(w.view(), t, x.data(), max_m, x_stride, ref.data(), rows),
                         cpu::KernelStatus::Ok);
               for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{5}, max_m}) {
                 SCOPED_TRACE("lut" + std::to_string(bits) + (planes ? " bit planes" : "") + " [" +
                              std::to_string(rows) + " x " + std::to_string(cols) + "] csr " +
-                             std::to_string(sparse_bits) + (stream ? " (stream)" : "") + " m=" + std::to_string(m));
+                             std::to_string(sparse_bits) + (stream ? " (stream)" : "") + (sliced ? " (slices)" : "") + " m=" + std::to_string(m));
                 const std::vector<float> y = emulated_gemv(w, t, x.data(), m, x_stride);
                 for (int64_t i = 0; i < m; ++i) {
                   const float* xi = x.data() + i * x_stride;

@@ -181,13 +181,16 @@ TEST_F(LutQ8Gemv, GemvWithinRoundingBoundOfReferenceAndQuantizationBoundOfExact)
                     KernelStatus::Ok);
           for (int64_t m = 1; m <= max_m; m = m == cpu::kMaxGemvRows + 1 ? max_m : m + 1)
           for (bool stream : {false, true})
-          for (bool planes : {false, true}) {
-            if ((stream && sparse_bits == 0) || (planes && bits != 3)) continue;
+          for (bool planes : {false, true})
+          for (bool sliced : {false, true}) {
+            if ((stream && sparse_bits == 0) || (planes && bits != 3) || (sliced && sparse_bits != 16)) continue;
             SCOPED_TRACE(std::string(cpu::cpu_isa_name(isa)) + " lut" + std::to_string(bits) + " [" +
                          std::to_string(rows) + " x " + std::to_string(cols) + "] csr " + std::to_string(sparse_bits) +
-                         (stream ? " (stream)" : "") + (planes ? " bit planes" : "") + " m=" + std::to_string(m));
+                         (stream ? " (stream)" : "") + (planes ? " bit planes" : "") + (sliced ? " slices" : "") +
+                         " m=" + std::to_string(m));
             test::GuardedOutput y(m, rows, rows + test::kYPadding);
-            ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream, planes), x.data(), m, x_stride, y.data(), y.stride(), isa),
+            ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream, planes, sliced), x.data(), m, x_stride, y.data(),
+                                       y.stride(), isa),
                       KernelStatus::Ok);
             ASSERT_TRUE(y.guards_intact());
             for (int64_t i = 0; i < m; ++i) {
@@ -325,23 +328,66 @@ TEST_F(LutQ8Gemv, ReadsNothingPastTheCodes) {
       }
 }
 
+// The slices hold each row's nonzeros in order, once, in one lane; rows sorted by count
+// within each window of 64; steps past a lane's count hold column 0 and value 0.
+TEST(LutQ8SparseSlices, HoldEveryNonzeroOnceInItsRowsOrder) {
+  for (int64_t rows : {2, 17, 64, 150}) {  // row 0 has no nonzeros (Q8Lut)
+    const Q8Lut w(4, rows, 1000, 16, 5);
+    const cpu::LutQ8SparseSlices* s = w.slices.view();
+    ASSERT_NE(s, nullptr);
+    ASSERT_EQ(s->slices, (rows + 15) / 16);
+    std::vector<int> seen(static_cast<size_t>(rows), 0);
+    for (int64_t sl = 0; sl < s->slices; ++sl) {
+      const int32_t length = s->slice_steps[sl + 1] - s->slice_steps[sl];
+      for (int64_t l = 0; l < cpu::kLutQ8SliceRows; ++l) {
+        const int64_t lane = sl * cpu::kLutQ8SliceRows + l;
+        const int32_t row = s->lane_rows[lane], count = s->lane_counts[lane];
+        if (row < 0) {
+          EXPECT_EQ(count, 0);
+          continue;
+        }
+        ++seen[static_cast<size_t>(row)];
+        EXPECT_EQ(row / 64, sl / 4) << "row " << row << " left its window";
+        ASSERT_EQ(count, w.row_ptr[static_cast<size_t>(row + 1)] - w.row_ptr[static_cast<size_t>(row)]);
+        ASSERT_LE(count, length);
+        if (l > 0 && s->lane_rows[lane - 1] >= 0) {
+          EXPECT_LE(count, s->lane_counts[lane - 1]);
+        }
+        for (int32_t j = 0; j < length; ++j) {
+          const uint16_t* step = s->steps + (int64_t{s->slice_steps[sl]} + j) * 32;
+          const size_t e = static_cast<size_t>(w.row_ptr[static_cast<size_t>(row)] + j);
+          EXPECT_EQ(step[l], j < count ? w.col16[e] : 0);
+          EXPECT_EQ(step[16 + l], j < count ? w.val[e] : 0);
+        }
+      }
+    }
+    for (int64_t n = 0; n < rows; ++n) EXPECT_EQ(seen[static_cast<size_t>(n)], 1) << "row " << n;
+  }
+  EXPECT_EQ(Q8Lut(4, 5, 64, 32, 1).slices.view(), nullptr) << "32-bit columns have no slices";
+  EXPECT_EQ(Q8Lut(4, 5, 64, 0, 1).slices.view(), nullptr) << "no CSR part, no slices";
+  EXPECT_EQ(Q8Lut(4, 5, 64, 16, 1).slices.view(), nullptr) << "~2 nonzeros per row: the stream's";
+  EXPECT_EQ(Q8Lut(4, 5, 4496, 16, 1).slices.view(), nullptr) << "past 4096 columns: row by row";
+}
+
 TEST_F(LutQ8Gemv, GemvIsBitIdenticalOnAnyThreadCount) {
   const int saved = omp_get_max_threads();
   for (const cpu::CpuIsa isa : gemv_isas())
   for (int bits : {4, 3})
     for (int64_t m : {int64_t{1}, int64_t{5}})
     for (bool stream : {false, true})
-    for (bool planes : {false, true}) {
+    for (bool planes : {false, true})
+    for (bool sliced : {false, true}) {
       if (planes && bits != 3) continue;
-      const Q8Lut w(bits, 301, 576, 32, 91);
+      // Slices need 16-bit columns. 3 threads split 301 rows at 112 and 224, inside windows.
+      const Q8Lut w(bits, 301, 576, sliced ? 16 : 32, 91);
       if (!cpu::lut_q8_supported(w.view(), isa)) continue;  // 3-bit without VBMI
       const std::vector<float> x = test::activations(m, w.cols, w.cols, 13);
       std::vector<std::vector<float>> y;
       for (int threads : {1, 2, 3}) {
         omp_set_num_threads(threads);
         y.emplace_back(static_cast<size_t>(m * w.rows));
-        ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream, planes), x.data(), m, w.cols, y.back().data(), w.rows,
-                                   isa),
+        ASSERT_EQ(cpu::lut_gemv_q8(w.view(), w.q8(stream, planes, sliced), x.data(), m, w.cols, y.back().data(),
+                                   w.rows, isa),
                   KernelStatus::Ok);
       }
       EXPECT_EQ(y[0], y[1]);

@@ -10,6 +10,7 @@
 #include "common/half.h"
 #include "formats/quant/bitpack.h"
 #include "runtime/cpu/lut_q8_kernels.h"
+#include "runtime/cpu/lut_q8_slice_copy.h"
 #include "runtime/cpu/uniform_q8_kernels.h"
 
 namespace fsq::test {
@@ -31,6 +32,7 @@ struct Q8Lut {
   std::vector<float> scales;
   std::vector<uint16_t> sparse_rows;  // each nonzero's row, for the GEMV's CSR stream
   std::vector<uint8_t> codes3;        // 3-bit codes in the GEMV's bit planes
+  cpu::LutQ8SliceCopy slices;         // the CSR part as the AVX-512 GEMV's slices
 
   Q8Lut(int b, int64_t r, int64_t c, int sparse_bits, uint32_t seed) : bits(b), rows(r), cols(c) {
     std::mt19937 rng(seed);
@@ -60,6 +62,7 @@ struct Q8Lut {
       sparse_rows.resize(val.size());
       cpu::prepare_lut_q8_sparse_rows(view(), sparse_rows.data());
     }
+    slices = cpu::LutQ8SliceCopy(view());
     if (bits == 3) {
       codes3.resize(static_cast<size_t>(cpu::lut_q8_codes3_bytes(view())));
       cpu::prepare_lut_q8_codes3(view(), codes3.data());
@@ -84,9 +87,10 @@ struct Q8Lut {
   }
   // stream: with the nonzeros' rows (the CSR part added as one stream), where there is a CSR
   // part; planes: with the 3-bit codes' bit planes, where the codes are 3-bit.
-  cpu::LutQ8Tables q8(bool stream = false, bool planes = false) const {
+  // sliced: with the CSR part's slices, where there is a CSR part with 16-bit columns.
+  cpu::LutQ8Tables q8(bool stream = false, bool planes = false, bool sliced = false) const {
     return {tables.data(), scales.data(), stream && !sparse_rows.empty() ? sparse_rows.data() : nullptr,
-            planes && !codes3.empty() ? codes3.data() : nullptr};
+            planes && !codes3.empty() ? codes3.data() : nullptr, sliced ? slices.view() : nullptr};
   }
   float centroid(int64_t n, int64_t k) const {
     return f16_to_f32(lut[static_cast<size_t>((n << bits) + codes[static_cast<size_t>(n * cols + k)])]);
