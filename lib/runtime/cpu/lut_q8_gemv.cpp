@@ -119,8 +119,10 @@ int64_t row_nonzeros(const LutWeightsView& w, int32_t row) {
 
 }  // namespace
 
+int64_t lut_q8_slice_count(int64_t rows) { return (rows + kLutQ8SliceRows - 1) / kLutQ8SliceRows; }
+
 int64_t lut_q8_sparse_slice_steps(const LutWeightsView& w) {
-  std::vector<int64_t> longest(static_cast<size_t>((w.rows + kLutQ8SliceRows - 1) / kLutQ8SliceRows), 0);
+  std::vector<int64_t> longest(static_cast<size_t>(lut_q8_slice_count(w.rows)), 0);
   for_each_slice_lane(w, [&](int64_t s, int64_t, int32_t row) {
     longest[static_cast<size_t>(s)] = std::max(longest[static_cast<size_t>(s)], row_nonzeros(w, row));
   });
@@ -131,7 +133,7 @@ int64_t lut_q8_sparse_slice_steps(const LutWeightsView& w) {
 
 void prepare_lut_q8_sparse_slices(const LutWeightsView& w, int32_t* lane_rows, int32_t* lane_counts,
                                   int32_t* slice_steps, uint16_t* steps) {
-  const int64_t slices = (w.rows + kLutQ8SliceRows - 1) / kLutQ8SliceRows;
+  const int64_t slices = lut_q8_slice_count(w.rows);
   for_each_slice_lane(w, [&](int64_t s, int64_t l, int32_t row) {
     lane_rows[s * kLutQ8SliceRows + l] = row;
     lane_counts[s * kLutQ8SliceRows + l] = static_cast<int32_t>(row_nonzeros(w, row));
@@ -242,7 +244,8 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
                                           : lut_q8_rows_avx512vbmi;
   Q8Panel panel(panel_view(w, t), std::min(m, kMaxGemvRows));
   const bool slices = t.sparse_slices != nullptr && isa == CpuIsa::Avx512;
-  const bool stream = !slices && t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w) && w.nnz < kStreamMaxNonzerosPerRow * w.rows;
+  const bool stream = !slices && t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w) &&
+                      w.nnz < kStreamMaxNonzerosPerRow * w.rows;
   std::vector<float> sparse_sums(stream ? static_cast<size_t>(std::min(m, kMaxGemvRows) * w.rows) : 0);
   for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
     LutQ8Batch batch;

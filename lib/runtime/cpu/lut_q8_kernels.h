@@ -37,6 +37,8 @@ struct LutQ8SparseSlices {
 // Whether w has a CSR part given to slices: 16-bit columns, at most 4096 of them, and at
 // least 8 nonzeros per row on average (lut_q8_gemv.cpp says why).
 bool lut_q8_sparse_slices_apply(const LutWeightsView& w);
+// ceil(rows / 16): LutQ8SparseSlices::slices.
+int64_t lut_q8_slice_count(int64_t rows);
 // The number of steps prepare_lut_q8_sparse_slices writes, for a view it applies to.
 int64_t lut_q8_sparse_slice_steps(const LutWeightsView& w);
 // Fills the arrays of LutQ8SparseSlices (sizes as there; steps: lut_q8_sparse_slice_steps(w) * 32).

@@ -4,7 +4,7 @@ namespace fsq::cpu {
 
 LutQ8SliceCopy::LutQ8SliceCopy(const LutWeightsView& w) {
   if (!lut_q8_sparse_slices_apply(w)) return;
-  const int64_t slices = (w.rows + kLutQ8SliceRows - 1) / kLutQ8SliceRows;
+  const int64_t slices = lut_q8_slice_count(w.rows);
   lane_rows_.resize(static_cast<size_t>(slices * kLutQ8SliceRows));
   lane_counts_.resize(lane_rows_.size());
   slice_steps_.resize(static_cast<size_t>(slices + 1));
