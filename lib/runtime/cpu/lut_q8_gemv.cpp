@@ -73,7 +73,7 @@ void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scal
 }
 
 bool lut_q8_sparse_rows_apply(const LutWeightsView& w) {
-  return w.row_ptr != nullptr && w.rows <= 65536;
+  return w.row_ptr != nullptr && w.rows <= 65536 && w.nnz < kStreamMaxNonzerosPerRow * w.rows;
 }
 
 void prepare_lut_q8_sparse_rows(const LutWeightsView& w, uint16_t* rows) {
@@ -244,8 +244,7 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
                                           : lut_q8_rows_avx512vbmi;
   Q8Panel panel(panel_view(w, t), std::min(m, kMaxGemvRows));
   const bool slices = t.sparse_slices != nullptr && isa == CpuIsa::Avx512;
-  const bool stream = !slices && t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w) &&
-                      w.nnz < kStreamMaxNonzerosPerRow * w.rows;
+  const bool stream = !slices && t.sparse_rows != nullptr && lut_q8_sparse_rows_apply(w);
   std::vector<float> sparse_sums(stream ? static_cast<size_t>(std::min(m, kMaxGemvRows) * w.rows) : 0);
   for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
     LutQ8Batch batch;

@@ -64,7 +64,9 @@ struct LutQ8Tables {
   const LutQ8SparseSlices* sparse_slices = nullptr;
 };
 void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales);
-// Whether w has a CSR part that sparse_rows can describe (at most 65536 rows).
+// Whether the GEMV reads w's CSR part as one stream of nonzeros, which needs sparse_rows:
+// rows at most 65536 (u16) and fewer than 8 nonzeros per row on average (else row by row,
+// or as slices, neither of which reads sparse_rows).
 bool lut_q8_sparse_rows_apply(const LutWeightsView& w);
 // rows[e] = the row of nonzero e, for a view that check_lut_sparse accepted and for which
 // lut_q8_sparse_rows_apply holds.

@@ -137,7 +137,7 @@ void lut_q8_sparse_slices(const LutQ8Batch& b, int64_t row0, int64_t row1) {
     const uint16_t* p = sl.steps + int64_t{sl.slice_steps[s]} * 2 * kLutQ8SliceRows;
     const int32_t length = sl.slice_steps[s + 1] - sl.slice_steps[s];
     for (int32_t j = 0; j < length; ++j, p += 2 * kLutQ8SliceRows) {
-      prefetch_to_l2(p + kCsrPrefetchNonzeros);
+      prefetch_to_l2(address_ahead(p, kCsrPrefetchNonzeros * int64_t{sizeof(uint16_t)}));
       const __mmask16 k = _mm512_cmpgt_epi32_mask(counts, _mm512_set1_epi32(j));
       const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kLutQ8SliceRows)));
       for (int i = 0; i < M; ++i)  // lanes past their count keep their sum (x there may be Inf)
