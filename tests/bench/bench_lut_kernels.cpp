@@ -10,9 +10,11 @@
 // pointers, columns, values).
 // After the Google Benchmark output it prints one table: the kernel's GB/s, its % of the
 // read kernel's GB/s with the same threads, and what the CSR part costs (time with it over
-// time without, minus 1), and the same measured in pairs ("paired": each iteration of a
-// +csr-paired benchmark times the dense and the CSR GEMV back to back; the median of the
-// pairs' ratios, minus 1, which a noisy machine's drifts move less). FSQ_CPU_ISA=
+// time without, minus 1); and both measured in pairs, which a noisy machine's drifts move
+// less: each iteration of a -read-paired benchmark times the dense GEMV and the read kernel
+// over as many bytes back to back ("paired" after %read: the median of read time / GEMV
+// time), each of a +csr-paired one the dense and the CSR GEMV ("paired" after CSR cost: the
+// median ratio, minus 1). FSQ_CPU_ISA=
 // scalar|avx2|avx512 picks the kernel variant (the read kernel always uses the widest);
 // FSQ_LUT_VBMI=0 keeps the AVX-512 kernel off VBMI's 3-bit unpacking (to compare). With
 // --benchmark_repetitions the table uses medians.
@@ -167,6 +169,9 @@ std::string key(const Shape& s, const Kind& kind, bool sparse, int threads) {
 std::string paired_key(const Shape& s, const Kind& kind, int threads) {
   return kind.name() + "+csr-paired" + shape_key(s, threads);
 }
+std::string read_paired_key(const Shape& s, const Kind& kind, int threads) {
+  return kind.name() + "-read-paired" + shape_key(s, threads);
+}
 std::string read_key(int64_t bytes, int threads) {
   return "read/" + std::to_string(bytes >> 20) + "MiB/t" + std::to_string(threads);
 }
@@ -221,8 +226,9 @@ class Fixtures {
 
 // Bytes a GEMV reads: the int8 one reads 16 table bytes and a float scale per row instead of
 // the 2^bits fp16 centroids (and 3-bit codes from their bit planes, as many bytes as packed
-// at these shapes' whole chunks of 128 columns). (At these shapes' 18-50 nonzeros per row lut_gemv_q8 adds the
-// CSR part row by row and does not read LutQ8Tables::sparse_rows.)
+// at these shapes' whole chunks of 128 columns). (At these shapes' 18-50 nonzeros per row
+// lut_gemv_q8 reads the CSR part row by row or as slices; the slices' copy, about 1.13x the
+// CSR bytes, is not counted.)
 int64_t bytes_read(int64_t lut_bytes, int64_t rows, const Kind& kind) {
   return kind.q8 ? lut_bytes - rows * (int64_t{2} << kind.bits) + rows * 20 : lut_bytes;
 }
@@ -242,9 +248,9 @@ class PreparedCopies {
         tables_.emplace_back(static_cast<size_t>(a.rows * 16));
         scales_.emplace_back(static_cast<size_t>(a.rows));
         cpu::prepare_lut_q8_tables(views_.back(), tables_.back().data(), scales_.back().data());
-        sparse_rows_.emplace_back(static_cast<size_t>(a.nnz));
-        if (cpu::lut_q8_sparse_rows_apply(views_.back()))
-          cpu::prepare_lut_q8_sparse_rows(views_.back(), sparse_rows_.back().data());
+        const bool stream = cpu::lut_q8_sparse_rows_apply(views_.back());
+        sparse_rows_.emplace_back(stream ? static_cast<size_t>(a.nnz) : 0);
+        if (stream) cpu::prepare_lut_q8_sparse_rows(views_.back(), sparse_rows_.back().data());
         slices_.emplace_back(views_.back());  // as LutLinear prepares them
         if (kind.planes) {
           codes3_.push_back(allocate_aligned(static_cast<size_t>(cpu::lut_q8_codes3_bytes(views_.back()))));
@@ -297,48 +303,78 @@ void run_gemv(benchmark::State& state, const std::vector<LutArrays>& copies, con
   state.SetBytesProcessed(state.iterations() * bytes_read(copies.front().bytes(), copies.front().rows, kind));
 }
 
-// The CSR part's cost in pairs: each iteration times the dense-only GEMV and the one with the
-// CSR part back to back (which goes first alternates), each on its next copy, so a noisy
-// machine's drifts, slower than two calls, fall out of each pair's ratio. The table prints
-// the median of the ratios - 1 ("paired"); the benchmark's own time is the pair's.
-std::map<std::string, std::vector<double>> g_pair_ratios;
+// Two calls timed back to back each iteration (which goes first alternates), so a noisy
+// machine's drifts, slower than two calls, fall out of each pair's ratio: the table prints
+// medians of them. The benchmark's own time is the pair's. call_a and call_b take the
+// iteration's index and return false on failure.
+std::map<std::string, std::vector<double>> g_pair_ratios;  // time of b / time of a, by name
 
-void run_paired(benchmark::State& state, const std::vector<LutArrays>& dense, const std::vector<LutArrays>& sparse,
-                const Kind& kind, int threads, const std::string& name) {
+template <typename CallA, typename CallB>
+void time_pairs(benchmark::State& state, const std::string& name, const CallA& call_a, const CallB& call_b) {
+  using Clock = std::chrono::steady_clock;
+  const auto timed = [](const auto& call, size_t i) {
+    const auto t0 = Clock::now();
+    const bool ok = call(i);
+    benchmark::ClobberMemory();
+    return ok ? std::chrono::duration<double>(Clock::now() - t0).count() : -1.0;
+  };
+  std::vector<double>& ratios = g_pair_ratios[name];
+  size_t i = 0;
+  for (auto _ : state) {
+    double ta, tb;
+    if (i % 2 == 0) {
+      ta = timed(call_a, i);
+      tb = timed(call_b, i);
+    } else {
+      tb = timed(call_b, i);
+      ta = timed(call_a, i);
+    }
+    if (ta <= 0 || tb <= 0) {
+      state.SkipWithError("the GEMV failed");
+      break;
+    }
+    ratios.push_back(tb / ta);
+    ++i;
+  }
+}
+
+// The CSR part's cost in pairs: the dense-only GEMV and the one with the CSR part, each on
+// its next copy ("paired": median ratio - 1).
+void run_csr_paired(benchmark::State& state, const std::vector<LutArrays>& dense, const std::vector<LutArrays>& sparse,
+                    const Kind& kind, int threads, const std::string& name) {
   set_threads(threads);
   PreparedCopies d(dense, kind), s(sparse, kind);
   if (d.error() != nullptr || s.error() != nullptr) {
     state.SkipWithError(d.error() != nullptr ? d.error() : s.error());
     return;
   }
-  using Clock = std::chrono::steady_clock;
-  const auto timed = [](PreparedCopies& g, size_t i) {
-    const auto t0 = Clock::now();
-    const bool ok = g.call(i) == cpu::KernelStatus::Ok;
-    benchmark::ClobberMemory();
-    return ok ? std::chrono::duration<double>(Clock::now() - t0).count() : -1.0;
-  };
-  std::vector<double>& ratios = g_pair_ratios[name];
-  size_t nd = 0, ns = 0;
-  bool dense_first = true;
-  for (auto _ : state) {
-    double td, ts;
-    if (dense_first) {
-      td = timed(d, nd);
-      ts = timed(s, ns);
-    } else {
-      ts = timed(s, ns);
-      td = timed(d, nd);
-    }
-    if (td <= 0 || ts <= 0) {
-      state.SkipWithError("the GEMV failed");
-      break;
-    }
-    ratios.push_back(ts / td);
-    dense_first = !dense_first;
-    nd = nd + 1 == d.size() ? 0 : nd + 1;
-    ns = ns + 1 == s.size() ? 0 : ns + 1;
+  time_pairs(
+      state, name, [&](size_t i) { return d.call(i % d.size()) == cpu::KernelStatus::Ok; },
+      [&](size_t i) { return s.call(i % s.size()) == cpu::KernelStatus::Ok; });
+}
+
+// The dense GEMV's share of read bandwidth in pairs: the GEMV on its next copy and the read
+// kernel over as many bytes as the GEMV reads, at the next such window of the read buffer
+// (both from DRAM). The median of read time / GEMV time is the GEMV's rate as a share of the
+// read kernel's ("paired %read").
+void run_read_paired(benchmark::State& state, const std::vector<LutArrays>& copies, const bench::ReadBuffer& buffer,
+                     const Kind& kind, int threads, const std::string& name) {
+  set_threads(threads);
+  PreparedCopies g(copies, kind);
+  if (g.error() != nullptr) {
+    state.SkipWithError(g.error());
+    return;
   }
+  const int64_t words = bytes_read(copies.front().bytes(), copies.front().rows, kind) / 8 / 32 * 32;
+  const int64_t windows = std::max<int64_t>(1, buffer.words / words);
+  uint64_t sum = 0;
+  time_pairs(
+      state, name, [&](size_t i) { return g.call(i % g.size()) == cpu::KernelStatus::Ok; },
+      [&](size_t i) {
+        sum ^= bench::read_words(buffer, static_cast<int64_t>(i) % windows * words, words, threads);
+        benchmark::DoNotOptimize(sum);
+        return true;
+      });
 }
 
 double median(std::vector<double> v) {
@@ -367,7 +403,11 @@ void register_all(Fixtures& f, const std::vector<int>& thread_counts) {
         const std::string name = paired_key(s, kind, threads);
         bench::add(name, [=](benchmark::State& st) {
           const auto [dense, sparse] = fx->pair(*sp, kind.bits);
-          run_paired(st, *dense, *sparse, kind, threads, name);
+          run_csr_paired(st, *dense, *sparse, kind, threads, name);
+        });
+        const std::string read_name = read_paired_key(s, kind, threads);
+        bench::add(read_name, [=](benchmark::State& st) {
+          run_read_paired(st, fx->copies(*sp, kind.bits, false), fx->read_buffer(), kind, threads, read_name);
         });
       }
 }
@@ -378,8 +418,8 @@ void print_table(const bench::Collector& c, const Fixtures& f, const std::vector
               cpu::cpu_isa_name(cpu::selected_cpu_isa()), cpu::lut_vbmi_in_use() ? " (VBMI for 3-bit)" : "",
               static_cast<long>(f.mem() >> 20),
               cpu::cpu_isa_name(cpu::best_cpu_isa()), static_cast<long>(f.mem() >> 20));
-  std::printf("%-26s %-9s %3s | %8s %8s %7s %7s %6s | %9s %9s\n", "shape (K x N)", "type", "thr", "nnz", "MB", "us",
-              "GB/s", "%read", "CSR cost", "paired");
+  std::printf("%-26s %-9s %3s | %8s %8s %7s %7s %6s %7s | %9s %9s\n", "shape (K x N)", "type", "thr", "nnz", "MB",
+              "us", "GB/s", "%read", "paired", "CSR cost", "paired");
   for (const Shape& s : kShapes)
     for (const Kind& kind : kKinds)
       for (int threads : thread_counts) {
@@ -387,22 +427,30 @@ void print_table(const bench::Collector& c, const Fixtures& f, const std::vector
         const double read_us = c.get(read_key(f.mem(), threads));
         const double read_gbps = read_us > 0 ? static_cast<double>(f.mem()) * 1e-3 / read_us : 0.0;
         const double dense_us = c.get(key(s, kind, false, threads));
+        bool printed = false;
         for (bool sparse : {false, true}) {
           const double us = c.get(key(s, kind, sparse, threads));
-          if (us == 0) continue;  // filtered out
+          const auto pair = g_pair_ratios.find(sparse ? paired_key(s, kind, threads) : read_paired_key(s, kind, threads));
+          const bool has_pair = pair != g_pair_ratios.end() && !pair->second.empty();
+          if (us == 0 && !has_pair) continue;  // filtered out
           const double bytes = static_cast<double>(bytes_read(f.bytes(s, bits, sparse), s.out, kind));
-          const double gbps = bytes * 1e-3 / us;
-          char pct[16] = "-", cost[16] = "-", paired[16] = "-";
-          if (read_gbps > 0) std::snprintf(pct, sizeof pct, "%.0f", 100 * gbps / read_gbps);
-          if (sparse && dense_us > 0) std::snprintf(cost, sizeof cost, "%+.1f%%", 100 * (us / dense_us - 1));
-          if (const auto it = g_pair_ratios.find(paired_key(s, kind, threads)); sparse && it != g_pair_ratios.end())
-            std::snprintf(paired, sizeof paired, "%+.1f%%", 100 * (median(it->second) - 1));
-          std::printf("%-26s %-9s %3d | %8ld %8.2f %7.1f %7.2f %6s | %9s %9s\n",
+          char time[16] = "-", gbps[16] = "-", pct[16] = "-", pct_paired[16] = "-", cost[16] = "-", paired[16] = "-";
+          if (us > 0) {
+            std::snprintf(time, sizeof time, "%.1f", us);
+            std::snprintf(gbps, sizeof gbps, "%.2f", bytes * 1e-3 / us);
+            if (read_gbps > 0) std::snprintf(pct, sizeof pct, "%.0f", 100 * bytes * 1e-3 / us / read_gbps);
+            if (sparse && dense_us > 0) std::snprintf(cost, sizeof cost, "%+.1f%%", 100 * (us / dense_us - 1));
+          }
+          if (has_pair && !sparse) std::snprintf(pct_paired, sizeof pct_paired, "%.0f", 100 * median(pair->second));
+          if (has_pair && sparse) std::snprintf(paired, sizeof paired, "%+.1f%%", 100 * (median(pair->second) - 1));
+          std::printf("%-26s %-9s %3d | %8ld %8.2f %7s %7s %6s %7s | %9s %9s\n",
                       (std::string(s.what) + " " + std::to_string(s.in) + "x" + std::to_string(s.out)).c_str(),
                       (kind.name() + (sparse ? "+csr" : "")).c_str(), threads,
-                      static_cast<long>(f.nnz(s, bits, sparse)), bytes * 1e-6, us, gbps, pct, cost, paired);
+                      static_cast<long>(f.nnz(s, bits, sparse)), bytes * 1e-6, time, gbps, pct, pct_paired, cost,
+                      paired);
+          printed = true;
         }
-        if (read_gbps > 0) std::printf("%-26s %-9s %3d | read %.2f GB/s\n", "", "", threads, read_gbps);
+        if (printed && read_gbps > 0) std::printf("%-26s %-9s %3d | read %.2f GB/s\n", "", "", threads, read_gbps);
       }
 }
 

@@ -106,23 +106,32 @@ class ReadBufferCache {
   std::map<int64_t, ReadBuffer> buffers_;
 };
 
+// XOR of words [begin, begin + words) of `buffer` (words a multiple of 32), split over
+// `threads` OpenMP threads as the GEMVs split their rows.
+inline uint64_t read_words(const ReadBuffer& buffer, int64_t begin, int64_t words, int threads) {
+  constexpr int64_t kBlock = 32;  // words, the unit each thread's share is a multiple of
+  const int64_t blocks = words / kBlock;
+  const XorWordsFn xor_words = xor_words_for(cpu::best_cpu_isa());
+  uint64_t sum = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(^ : sum)
+  for (int t = 0; t < threads; ++t) {
+    const int64_t b = blocks * t / threads * kBlock, e = blocks * (t + 1) / threads * kBlock;
+    sum ^= xor_words(buffer.data() + begin + b, e - b);
+  }
+  return sum;
+}
+
 // Reads all of `buffer` each iteration, split over `threads` OpenMP threads; bytes/s counted.
 inline void run_read(benchmark::State& state, const ReadBuffer& buffer, int threads) {
   set_threads(threads);
-  constexpr int64_t kBlock = 32;  // words, the unit each thread's share is a multiple of
-  const int64_t blocks = buffer.words / kBlock;
-  const XorWordsFn xor_words = xor_words_for(cpu::best_cpu_isa());
-  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  const int64_t words = buffer.words / 32 * 32;
+  uint64_t sum = 0;
   for (auto _ : state) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int t = 0; t < threads; ++t) {
-      const int64_t begin = blocks * t / threads * kBlock, end = blocks * (t + 1) / threads * kBlock;
-      sums[static_cast<size_t>(t)] ^= xor_words(buffer.data() + begin, end - begin);
-    }
-    benchmark::DoNotOptimize(sums.data());
+    sum ^= read_words(buffer, 0, words, threads);
+    benchmark::DoNotOptimize(sum);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * blocks * kBlock * static_cast<int64_t>(sizeof(uint64_t)));
+  state.SetBytesProcessed(state.iterations() * words * static_cast<int64_t>(sizeof(uint64_t)));
 }
 
 }  // namespace fsq::bench
