@@ -11,19 +11,11 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${FSQ_BUILD_DIR:-$root/build}"
 reps="${FSQ_REPS:-5}"
 export FSQ_BENCH_MEM_MIB="${FSQ_BENCH_MEM_MIB:-256}"
-
+build="$("$root/scripts/build-fsq.sh" bench-lut-targets bench_lut_kernels)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-if ! { [[ -f "$build/build.ninja" || -f "$build/Makefile" ]] ||
-       cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release; } >"$log" 2>&1 ||
-   ! cmake --build "$build" --target bench_lut_kernels -j "${FSQ_JOBS:-2}" >>"$log" 2>&1; then
-  cat "$log" >&2
-  echo "bench-lut-targets: build failed" >&2
-  exit 1
-fi
 
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), family $(grep -m1 'cpu family' /proc/cpuinfo | awk '{print $NF}'), $(nproc) cores"
 "$build/tests/bench/bench_lut_kernels" \
