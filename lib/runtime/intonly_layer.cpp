@@ -123,8 +123,8 @@ std::vector<int16_t> gain_codes(const at::Tensor& g, double* scale) {
 
 IntonlyLayer::IntonlyLayer(const DecoderLayer& layer, const ModelConfig& cfg, const float* ranges, int64_t index,
                            IntonlyInputs inputs)
-    : index_(index), hidden_(cfg.hidden_size), heads_(cfg.num_heads), kv_heads_(cfg.num_kv_heads),
-      head_dim_(cfg.head_dim), inter_(cfg.intermediate_size), inputs_(inputs) {
+    : inputs_(inputs), index_(index), hidden_(cfg.hidden_size), heads_(cfg.num_heads), kv_heads_(cfg.num_kv_heads),
+      head_dim_(cfg.head_dim), inter_(cfg.intermediate_size) {
   const Int8Linear &q = int8_of(layer, "q_proj", index), &k = int8_of(layer, "k_proj", index),
                    &v = int8_of(layer, "v_proj", index), &o = int8_of(layer, "o_proj", index),
                    &gate = int8_of(layer, "gate_proj", index), &up = int8_of(layer, "up_proj", index),

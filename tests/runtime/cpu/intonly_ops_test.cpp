@@ -233,7 +233,9 @@ TEST(IntOnlyTokenPow2, SmallestShiftAndRoundedCodes) {
     for (int32_t v : x) top = std::max<int64_t>(top, std::abs(int64_t{v}));
     // Smallest: round(top / 2^k) <= 127 < round(top / 2^(k-1)).
     EXPECT_LE(std::round(std::ldexp(static_cast<double>(top), -k)), 127.0) << trial;
-    if (k > 0) EXPECT_GT(std::round(std::ldexp(static_cast<double>(top), -(k - 1))), 127.0) << trial;
+    if (k > 0) {
+      EXPECT_GT(std::round(std::ldexp(static_cast<double>(top), -(k - 1))), 127.0) << trial;
+    }
     for (int64_t i = 0; i < n; ++i) {
       const double exact = std::ldexp(static_cast<double>(x[static_cast<size_t>(i)]), -k);
       EXPECT_LE(std::abs(q[static_cast<size_t>(i)] - exact), 0.5) << trial;

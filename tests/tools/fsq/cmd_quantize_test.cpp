@@ -92,7 +92,9 @@ TEST_F(CliQuantize, GptqWeightsLowerTheKlOfRtnAndAwq) {
       EXPECT_EQ(read_json(q / "fsq.json")["run_options"]["weights"], "gptq");
       for (const auto& layer : read_json(q.string() + ".quantize.json")["layers"])
         for (const auto& [group, entry] : layer["report"].items())
-          if (entry.contains("gptq_loss_vs_nearest")) EXPECT_LT(entry["gptq_loss_vs_nearest"].get<double>(), 1.0) << group;
+          if (entry.contains("gptq_loss_vs_nearest")) {
+            EXPECT_LT(entry["gptq_loss_vs_nearest"].get<double>(), 1.0) << group;
+          }
     }
   }
 }
