@@ -365,7 +365,8 @@ void run_read_paired(benchmark::State& state, const std::vector<LutArrays>& copi
     state.SkipWithError(g.error());
     return;
   }
-  const int64_t words = bytes_read(copies.front().bytes(), copies.front().rows, kind) / 8 / 32 * 32;
+  const int64_t gemv_words = bytes_read(copies.front().bytes(), copies.front().rows, kind) / 8;
+  const int64_t words = std::max<int64_t>(32, gemv_words / 32 * 32);
   const int64_t windows = std::max<int64_t>(1, buffer.words / words);
   uint64_t sum = 0;
   time_pairs(
