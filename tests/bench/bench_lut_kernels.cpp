@@ -269,7 +269,7 @@ class PreparedCopies {
     const cpu::LutWeightsView& v = views_[i];
     if (!kind_.q8) return cpu::lut_gemv(v, x_.data(), 1, v.cols, y_.data(), v.rows, isa_);
     const cpu::LutQ8Tables t{tables_[i].data(), scales_[i].data(),
-                             cpu::lut_q8_sparse_rows_apply(v) ? sparse_rows_[i].data() : nullptr,
+                             sparse_rows_[i].empty() ? nullptr : sparse_rows_[i].data(),
                              codes3_.empty() ? nullptr : aligned_as<uint8_t>(codes3_[i]), slices_[i].view()};
     return cpu::lut_gemv_q8(v, t, x_.data(), 1, v.cols, y_.data(), v.rows, isa_);
   }
@@ -367,7 +367,11 @@ void run_read_paired(benchmark::State& state, const std::vector<LutArrays>& copi
   }
   const int64_t gemv_words = bytes_read(copies.front().bytes(), copies.front().rows, kind) / 8;
   const int64_t words = std::max<int64_t>(32, gemv_words / 32 * 32);
-  const int64_t windows = std::max<int64_t>(1, buffer.words / words);
+  if (words > buffer.words) {
+    state.SkipWithError("the read buffer is smaller than one matrix: raise FSQ_BENCH_MEM_MIB");
+    return;
+  }
+  const int64_t windows = buffer.words / words;
   uint64_t sum = 0;
   time_pairs(
       state, name, [&](size_t i) { return g.call(i % g.size()) == cpu::KernelStatus::Ok; },
@@ -437,9 +441,10 @@ void print_table(const bench::Collector& c, const Fixtures& f, const std::vector
           const double bytes = static_cast<double>(bytes_read(f.bytes(s, bits, sparse), s.out, kind));
           char time[16] = "-", gbps[16] = "-", pct[16] = "-", pct_paired[16] = "-", cost[16] = "-", paired[16] = "-";
           if (us > 0) {
+            const double rate = bytes * 1e-3 / us;  // GB/s
             std::snprintf(time, sizeof time, "%.1f", us);
-            std::snprintf(gbps, sizeof gbps, "%.2f", bytes * 1e-3 / us);
-            if (read_gbps > 0) std::snprintf(pct, sizeof pct, "%.0f", 100 * bytes * 1e-3 / us / read_gbps);
+            std::snprintf(gbps, sizeof gbps, "%.2f", rate);
+            if (read_gbps > 0) std::snprintf(pct, sizeof pct, "%.0f", 100 * rate / read_gbps);
             if (sparse && dense_us > 0) std::snprintf(cost, sizeof cost, "%+.1f%%", 100 * (us / dense_us - 1));
           }
           if (has_pair && !sparse) std::snprintf(pct_paired, sizeof pct_paired, "%.0f", 100 * median(pair->second));
