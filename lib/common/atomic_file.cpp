@@ -96,8 +96,6 @@ namespace fs = std::filesystem;
 // "dir/out/" names the folder "dir/out" (its filename() would be empty).
 fs::path folder_name(const fs::path& p) { return p.has_filename() ? p : p.parent_path(); }
 
-fs::path parent_of(const fs::path& p) { return p.has_parent_path() ? p.parent_path() : fs::path("."); }
-
 }  // namespace
 
 void AtomicDir::check_destination(const fs::path& dest_arg) {
@@ -105,13 +103,13 @@ void AtomicDir::check_destination(const fs::path& dest_arg) {
   std::error_code ec;
   if (fs::exists(dest, ec) && !(fs::is_directory(dest, ec) && fs::is_empty(dest, ec)))
     throw Error(dest.string(), "output folder exists and is not empty; choose a new one or remove it");
-  if (!fs::is_directory(parent_of(dest), ec)) throw Error(dest.string(), "parent folder does not exist");
+  if (!fs::is_directory(parent_folder_of(dest), ec)) throw Error(dest.string(), "parent folder does not exist");
 }
 
 AtomicDir::AtomicDir(const fs::path& dest) : dest_(folder_name(dest)) {
   check_destination(dest_);
   sweep_stale_staging(dest_, StagingKind::Folder);
-  staging_ = parent_of(dest_) / staging_name(dest_.filename().string(), StagingKind::Folder, ::getpid());
+  staging_ = parent_folder_of(dest_) / staging_name(dest_.filename().string(), StagingKind::Folder, ::getpid());
   create_staging(staging_, [&] {
     std::error_code ec;
     fs::remove_all(staging_, ec);  // a crashed process of the same pid left it
@@ -142,7 +140,7 @@ void AtomicDir::commit() {
     if (ec) throw Error(dest_.string(), "cannot move the finished folder into place: " + ec.message());
   });
   committed_ = true;
-  fsync_dir(parent_of(dest_));
+  fsync_dir(parent_folder_of(dest_));
 }
 
 }  // namespace fsq

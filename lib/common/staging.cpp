@@ -35,9 +35,9 @@ std::optional<long long> parse_number(std::string_view s) {
   return v;
 }
 
-fs::path parent_of(const fs::path& p) { return p.has_parent_path() ? p.parent_path() : fs::path("."); }
-
 }  // namespace
+
+fs::path parent_folder_of(const fs::path& p) { return p.has_parent_path() ? p.parent_path() : fs::path("."); }
 
 std::string staging_name(std::string_view dest_name, StagingKind kind, pid_t pid, unsigned n) {
   std::string name(dest_name);
@@ -69,7 +69,7 @@ int sweep_stale_staging(const fs::path& dest, StagingKind kind) {
   if (dest_name.empty()) return 0;
   std::vector<fs::path> stale;
   std::error_code ec;
-  for (fs::directory_iterator it(parent_of(dest), ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(parent_folder_of(dest), ec), end; !ec && it != end; it.increment(ec)) {
     const auto pid = staging_pid(it->path().filename().string(), dest_name, kind);
     if (!pid || *pid == ::getpid() || process_exists(*pid)) continue;
     const fs::file_status st = it->symlink_status(ec);

@@ -15,6 +15,9 @@ namespace fsq {
 
 enum class StagingKind { File, Folder };
 
+// The folder a staging path sits in: `p`'s parent, or "." for a bare name.
+std::filesystem::path parent_folder_of(const std::filesystem::path& p);
+
 // The staging name of `dest_name` for (pid, n): "<dest_name>.tmp.<pid>.<n>" for a file,
 // "<dest_name>.tmp-<pid>" for a folder (n unused).
 std::string staging_name(std::string_view dest_name, StagingKind kind, pid_t pid, unsigned n = 0);

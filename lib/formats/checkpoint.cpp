@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 constexpr const char* kSingleFile = "model.safetensors";
 constexpr const char* kIndexFile = "model.safetensors.index.json";
 
-std::string quote_name(const std::string& s) {
+// A name for an error message: JSON-escaped, non-ASCII as \u escapes (one line).
+std::string json_quoted_ascii(const std::string& s) {
   return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
 }
 
@@ -39,11 +40,11 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index) {
   std::map<std::string, std::string> map;
   for (const auto& [name, file] : j["weight_map"].items()) {
     if (!file.is_string())
-      throw Error(where, "weight_map entry " + quote_name(name) + " must be a file name string");
+      throw Error(where, "weight_map entry " + json_quoted_ascii(name) + " must be a file name string");
     const auto& f = file.get_ref<const std::string&>();
     // Shards must sit beside the index; a path could point anywhere on the machine.
     if (f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos)
-      throw Error(where, "weight_map entry " + quote_name(name) + " names " + quote_name(f) +
+      throw Error(where, "weight_map entry " + json_quoted_ascii(name) + " names " + json_quoted_ascii(f) +
                              ", which is not a plain file name");
     map[name] = f;
   }
@@ -101,7 +102,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
   for (auto& [file, pos] : shard_of_file) {
     const fs::path p = dir / file;
     if (!fs::exists(p, ec))
-      throw Error(index.string(), "shard " + quote_name(file) + " named in weight_map does not exist");
+      throw Error(index.string(), "shard " + json_quoted_ascii(file) + " named in weight_map does not exist");
     pos = c.shards_.size();
     c.shards_.push_back(SafetensorsFile::open(p));
   }
@@ -112,18 +113,18 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     for (const TensorView& t : shard->tensors()) {
       auto [it, fresh] = owner.emplace(t.name, shard.get());
       if (!fresh)
-        throw Error(index.string(), "tensor " + quote_name(t.name) + " is in two shards, " +
-                                        quote_name(it->second->path().filename().string()) + " and " +
-                                        quote_name(file));
+        throw Error(index.string(), "tensor " + json_quoted_ascii(t.name) + " is in two shards, " +
+                                        json_quoted_ascii(it->second->path().filename().string()) + " and " +
+                                        json_quoted_ascii(file));
       auto mapped = weight_map.find(t.name);
       if (mapped == weight_map.end())
-        throw Error(index.string(), "tensor " + quote_name(t.name) + " in shard " + quote_name(file) +
+        throw Error(index.string(), "tensor " + json_quoted_ascii(t.name) + " in shard " + json_quoted_ascii(file) +
                                         " is not listed in weight_map");
     }
   }
   for (const auto& [name, file] : weight_map) {
     if (c.shards_[shard_of_file.at(file)]->find(name) == nullptr)
-      throw Error(index.string(), "tensor " + quote_name(name) + " is mapped to shard " + quote_name(file) +
+      throw Error(index.string(), "tensor " + json_quoted_ascii(name) + " is mapped to shard " + json_quoted_ascii(file) +
                                       ", which does not contain it");
   }
   check_layer_count(c, dir.string());
@@ -139,7 +140,7 @@ Checkpoint Checkpoint::from_memory(fs::path source, ModelConfig config, OwnedTen
             [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
   for (size_t i = 1; i < tensors.views.size(); ++i)
     if (tensors.views[i].name == tensors.views[i - 1].name)
-      throw Error(c.dir_.string(), "tensor " + quote_name(tensors.views[i].name) + " appears twice");
+      throw Error(c.dir_.string(), "tensor " + json_quoted_ascii(tensors.views[i].name) + " appears twice");
   c.owned_ = std::make_shared<const OwnedTensors>(std::move(tensors));
   c.known_sha256_ = std::move(weights_sha256);
   check_layer_count(c, c.dir_.string());
@@ -159,7 +160,7 @@ const TensorView* Checkpoint::find(const std::string& name) const {
 
 const TensorView& Checkpoint::get(const std::string& name) const {
   if (const TensorView* t = find(name)) return *t;
-  throw Error(dir_.string(), "checkpoint has no tensor " + quote_name(name));
+  throw Error(dir_.string(), "checkpoint has no tensor " + json_quoted_ascii(name));
 }
 
 std::vector<const TensorView*> Checkpoint::tensors() const {

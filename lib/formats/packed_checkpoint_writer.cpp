@@ -12,6 +12,7 @@
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
+#include "common/byte_view.h"
 
 namespace fsq {
 namespace {
@@ -27,11 +28,6 @@ struct TensorSet {
   std::deque<std::vector<uint16_t>> narrow_cols;  // LUT sparse columns stored as U16
   std::vector<TensorToWrite> tensors;
 };
-
-template <typename T>
-std::span<const std::byte> bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span<const T>(v));
-}
 
 void check_activation_quant(const QuantizedLinearToWrite& l, const std::string& where) {
   if (l.act_quant == ActivationQuant::None) return;

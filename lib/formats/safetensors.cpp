@@ -31,7 +31,7 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 
 // Flattens a library message (nlohmann quotes the raw input it read) onto one line.
-std::string one_line(std::string_view s) {
+std::string one_line_text(std::string_view s) {
   std::string q = quote_name(s);
   return q.substr(1, q.size() - 2);
 }
@@ -149,7 +149,7 @@ Entry parse_entry(const std::string& name, const json& v, uint64_t data_size,
     auto u = as_u64(d);
     if (!u || *u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
       throw Error(where, t + ": shape dimension must be a non-negative integer, got " +
-                             (d.is_number() ? one_line(d.dump()) : std::string(json_type(d))));
+                             (d.is_number() ? one_line_text(d.dump()) : std::string(json_type(d))));
     e.view.shape.push_back(static_cast<int64_t>(*u));
   }
 

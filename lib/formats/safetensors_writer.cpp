@@ -18,7 +18,7 @@ namespace {
 using json = nlohmann::json;
 
 // A name for an error message: JSON-escaped (one line, invalid UTF-8 replaced).
-std::string quote_name(const std::string& s) {
+std::string json_quoted(const std::string& s) {
   return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -33,7 +33,7 @@ bool valid_utf8(const std::string& s) {
 
 // shape x dtype in bytes; throws when a dimension is negative or the size overflows.
 uint64_t needed_bytes(const TensorToWrite& t, const std::string& where) {
-  const std::string what = "tensor " + quote_name(t.name);
+  const std::string what = "tensor " + json_quoted(t.name);
   for (int64_t d : t.shape)
     if (d < 0) throw Error(where, what + ": shape " + shape_text(t.shape) + " has a negative dimension");
   if (std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) return 0;
@@ -67,7 +67,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
     json meta = json::object();
     for (const auto& [k, v] : metadata) {
       if (!valid_utf8(k) || !valid_utf8(v))
-        throw Error(where, "metadata entry " + quote_name(k) + " is not valid UTF-8");
+        throw Error(where, "metadata entry " + json_quoted(k) + " is not valid UTF-8");
       meta[k] = v;
     }
     header["__metadata__"] = std::move(meta);
@@ -76,7 +76,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
   uint64_t offset = 0;
   for (size_t i = 0; i < sorted.size(); ++i) {
     const TensorToWrite& t = *sorted[i];
-    const std::string what = "tensor " + quote_name(t.name);
+    const std::string what = "tensor " + json_quoted(t.name);
     if (t.name.empty()) throw Error(where, "a tensor has an empty name");
     if (t.name == "__metadata__") throw Error(where, "\"__metadata__\" is reserved, not a tensor name");
     if (!valid_utf8(t.name)) throw Error(where, what + ": name is not valid UTF-8");

@@ -8,7 +8,7 @@ namespace fsq::plan {
 
 namespace {
 
-struct Search {
+struct ExhaustiveSearch {
   const PlanProblem& p;
   Assignment cur;
   Solution best;
@@ -42,7 +42,7 @@ Solution solve_exhaustive(const PlanProblem& p, double max_candidates) {
   double count = sequences * std::pow(static_cast<double>(p.num_widths()), p.groups);
   if (count > max_candidates)
     throw Error("exhaustive planner", "instance has " + std::to_string(count) + " assignments, more than the limit");
-  Search s{p, {std::vector<int>(p.groups), std::vector<int>(p.groups)}, {}};
+  ExhaustiveSearch s{p, {std::vector<int>(p.groups), std::vector<int>(p.groups)}, {}};
   s.visit(0);
   s.best.status = s.best.found ? "optimal" : "infeasible";
   s.best.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

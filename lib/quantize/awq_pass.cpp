@@ -11,11 +11,7 @@
 namespace fsq {
 namespace {
 
-const DenseLinear& dense(const DecoderLayer& layer, const std::string& role) { return dense_linear(layer, role, "awq"); }
-
-void set_linear(DecoderLayer& layer, const std::string& role, at::Tensor weight, std::optional<at::Tensor> bias) {
-  layer.linear(role) = std::make_unique<DenseLinear>(std::move(weight), std::move(bias));
-}
+const DenseLinear& awq_dense(const DecoderLayer& layer, const std::string& role) { return dense_linear(layer, role, "awq"); }
 
 at::Tensor flat(const at::Tensor& x) { return x.reshape({-1, x.size(-1)}); }
 
@@ -42,11 +38,11 @@ BlockForward block_forward(const DecoderLayer& layer, const LinearGroup& group, 
   return [&layer, &group, x, &ctx, attention](const std::vector<at::Tensor>& weights) {
     DecoderLayer candidate;
     for (const auto& spec : ctx.arch.linears) {
-      const DenseLinear& d = dense(layer, spec.role);
+      const DenseLinear& d = awq_dense(layer, spec.role);
       candidate.linear(spec.role) = std::make_unique<DenseLinear>(d.weight(), d.bias());
     }
     for (size_t j = 0; j < group.roles.size(); ++j)
-      set_linear(candidate, group.roles[j], weights[j], dense(layer, group.roles[j]).bias());
+      set_dense_linear(candidate, group.roles[j], weights[j], awq_dense(layer, group.roles[j]).bias());
     std::vector<at::Tensor> parts;
     for (int64_t b = 0; b < x.size(0); b += ctx.block_batch) {
       at::Tensor xb = x.narrow(0, b, std::min(ctx.block_batch, x.size(0) - b));
@@ -78,7 +74,7 @@ PassResult AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, const
     std::vector<at::Tensor> weights;
     std::vector<std::optional<UniformQuant>> quants;  // per linear: a plan may give them different widths
     for (const auto& role : group.roles) {
-      weights.push_back(dense(layer, role).weight().to(at::kFloat));
+      weights.push_back(awq_dense(layer, role).weight().to(at::kFloat));
       quants.push_back(ctx.rounds(role) ? std::optional(ctx.quant_for(role, x.size(-1))) : std::nullopt);
     }
     const at::Tensor xs = search_subset(x, group.block == BlockKind::kAttention, ctx.search_tokens);
@@ -101,11 +97,11 @@ PassResult AwqPass::run(DecoderLayer& layer, const LayerActivations& acts, const
     for (const LinearGroup& group : ctx.arch.groups) {
       for (const auto& role : group.roles) {
         if (ctx.arch.linear(role).rotary_output || !ctx.rounds(role)) continue;  // see awq_pass.h; 16-bit: no clip
-        const DenseLinear& d = dense(layer, role);
+        const DenseLinear& d = awq_dense(layer, role);
         at::Tensor w = d.weight().to(at::kFloat);
         const UniformQuant q = ctx.quant_for(role, w.size(1));
         at::Tensor clip = awq_search_clip(w, scaled_inputs.at(group.name), q, options_.clip);
-        set_linear(layer, role, clip_groups(w, clip, q), d.bias());
+        set_dense_linear(layer, role, clip_groups(w, clip, q), d.bias());
       }
     }
   }

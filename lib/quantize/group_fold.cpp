@@ -16,10 +16,6 @@ at::Tensor& norm_of(DecoderLayer& layer, const ArchSpec& arch, const std::string
   throw Error(who, "no layer norm matches " + quote_name(pattern));
 }
 
-void set_linear(DecoderLayer& layer, const std::string& role, at::Tensor weight, std::optional<at::Tensor> bias) {
-  layer.linear(role) = std::make_unique<DenseLinear>(std::move(weight), std::move(bias));
-}
-
 }  // namespace
 
 std::string group_fold_blocker(const DecoderLayer& layer, const LinearGroup& group, int64_t input_width,
@@ -35,7 +31,7 @@ void fold_group_scales(DecoderLayer& layer, const ArchSpec& arch, const LinearGr
                        const std::string& who) {
   for (const std::string& role : group.roles) {
     const DenseLinear& d = dense_linear(layer, role, who);
-    set_linear(layer, role, scale_input_columns(d.weight().to(at::kFloat), s), d.bias());
+    set_dense_linear(layer, role, scale_input_columns(d.weight().to(at::kFloat), s), d.bias());
   }
   if (!group.norm.empty()) {
     at::Tensor& norm = norm_of(layer, arch, group.norm, who);
@@ -44,7 +40,7 @@ void fold_group_scales(DecoderLayer& layer, const ArchSpec& arch, const LinearGr
   }
   const DenseLinear& producer = dense_linear(layer, group.producer, who);
   LinearWeights folded = fold_scales_into_output_rows(producer.weight(), producer.bias(), s);
-  set_linear(layer, group.producer, folded.weight, folded.bias);
+  set_dense_linear(layer, group.producer, folded.weight, folded.bias);
 }
 
 bool folds_through_shared_kv_heads(const DecoderLayer& layer, const LinearGroup& group, int64_t input_width,
@@ -64,14 +60,14 @@ void fold_group_scales_shared_kv(DecoderLayer& layer, const LinearGroup& group, 
                                  const std::string& who) {
   for (const std::string& role : group.roles) {
     const DenseLinear& d = dense_linear(layer, role, who);
-    set_linear(layer, role, scale_input_columns(d.weight().to(at::kFloat), s), d.bias());
+    set_dense_linear(layer, role, scale_input_columns(d.weight().to(at::kFloat), s), d.bias());
   }
   const DenseLinear& producer = dense_linear(layer, group.producer, who);
   const int64_t kv_rows = producer.weight().size(0);
   const int64_t kv_heads = kv_rows / head_dim, n_rep = s.size(0) / kv_rows;
   const at::Tensor per_row = s.view({kv_heads, n_rep, head_dim}).select(1, 0).reshape({-1}).contiguous();
   LinearWeights folded = fold_scales_into_output_rows(producer.weight(), producer.bias(), per_row);
-  set_linear(layer, group.producer, folded.weight, folded.bias);
+  set_dense_linear(layer, group.producer, folded.weight, folded.bias);
 }
 
 }  // namespace fsq

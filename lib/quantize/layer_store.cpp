@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/json_file.h"
 #include "formats/safetensors.h"
+#include "common/byte_view.h"
 
 namespace fsq {
 namespace {
@@ -19,11 +20,6 @@ std::string first_difference(const nlohmann::json& old_fp, const nlohmann::json&
   for (const auto& [key, value] : old_fp.items())
     if (!new_fp.contains(key)) return key;
   return "";
-}
-
-template <typename T>
-std::span<const std::byte> bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span(v));
 }
 
 template <typename T>

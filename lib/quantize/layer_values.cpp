@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
+
 #include "common/error.h"
 
 namespace fsq {
@@ -10,6 +12,10 @@ const DenseLinear& dense_linear(const DecoderLayer& layer, const std::string& ro
   const auto* d = dynamic_cast<const DenseLinear*>(layer.linear(role).get());
   if (d == nullptr) throw Error(who, role + " is not a dense linear: " + layer.linear(role)->describe());
   return *d;
+}
+
+void set_dense_linear(DecoderLayer& layer, const std::string& role, at::Tensor weight, std::optional<at::Tensor> bias) {
+  layer.linear(role) = std::make_unique<DenseLinear>(std::move(weight), std::move(bias));
 }
 
 std::vector<float> to_floats(const at::Tensor& t) {

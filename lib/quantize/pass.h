@@ -52,7 +52,7 @@ struct PassContext {
   // Per-linear widths from a plan (fsq quantize --plan): role -> bits, or 0 for a linear the
   // pipeline does not round to a uniform type here (kept fp16, or a LUT in a squeezellm
   // plan). Empty: every linear at quant.bits.
-  std::map<std::string, int> role_bits;
+  std::map<std::string, int> role_bits{};
 
   // The quant type of a linear with `cols` inputs (quant_for_columns: group-size fallback).
   UniformQuant quant_for(int64_t cols) const;

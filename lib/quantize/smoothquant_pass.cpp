@@ -19,7 +19,7 @@
 namespace fsq {
 namespace {
 
-constexpr const char* kWho = "smoothquant";
+constexpr const char* kSmoothQuantWho = "smoothquant";
 
 // Evenly spread tokens of x [tokens, in] for the alpha search (all when max_tokens <= 0).
 at::Tensor spread_tokens(const at::Tensor& x, int64_t max_tokens) {
@@ -43,8 +43,8 @@ struct FoldRoute {
 
 FoldRoute fold_route(const DecoderLayer& layer, const LinearGroup& group, int64_t width, bool smooth) {
   if (!smooth) return {false, "naive W8A8: no smoothing"};
-  std::string blocker = group_fold_blocker(layer, group, width, kWho);
-  if (!blocker.empty() && folds_through_shared_kv_heads(layer, group, width, kWho)) return {true, ""};
+  std::string blocker = group_fold_blocker(layer, group, width, kSmoothQuantWho);
+  if (!blocker.empty() && folds_through_shared_kv_heads(layer, group, width, kSmoothQuantWho)) return {true, ""};
   return {false, blocker};
 }
 
@@ -60,20 +60,20 @@ at::Tensor route_scales(const FoldRoute& route, const at::Tensor& x_absmax, cons
 void fold_route_scales(DecoderLayer& layer, const PassContext& ctx, const LinearGroup& group, const FoldRoute& route,
                        const at::Tensor& s) {
   if (route.shared_kv)
-    fold_group_scales_shared_kv(layer, group, s, ctx.config.head_dim, kWho);
+    fold_group_scales_shared_kv(layer, group, s, ctx.config.head_dim, kSmoothQuantWho);
   else
-    fold_group_scales(layer, ctx.arch, group, s, kWho);
+    fold_group_scales(layer, ctx.arch, group, s, kSmoothQuantWho);
 }
 
 int64_t producer_rows(const DecoderLayer& layer, const LinearGroup& group) {
-  return group.producer.empty() ? 0 : dense_linear(layer, group.producer, kWho).weight().size(0);
+  return group.producer.empty() ? 0 : dense_linear(layer, group.producer, kSmoothQuantWho).weight().size(0);
 }
 
 // Without calibration activations: smoothing from the calibration file's per-channel input
 // absmax (fixed alpha only; the pipeline refuses auto), and the static scale's range as
 // max_j absmax_j / s_j, the largest |x / s| those statistics allow.
 PassResult smooth_from_file(DecoderLayer& layer, const PassContext& ctx, std::optional<double> alpha, bool smooth) {
-  if (!ctx.activation_stats) throw Error(kWho, "needs calibration activations or a calibration file");
+  if (!ctx.activation_stats) throw Error(kSmoothQuantWho, "needs calibration activations or a calibration file");
   PassResult result;
   for (const LinearGroup& group : ctx.arch.groups) {
     const std::string first = layer_name(ctx.arch.linear(group.roles.front()).pattern, ctx.layer);
@@ -84,7 +84,7 @@ PassResult smooth_from_file(DecoderLayer& layer, const PassContext& ctx, std::op
                       at::kFloat)
             .clone();
     std::vector<at::Tensor> weights;
-    for (const auto& role : group.roles) weights.push_back(dense_linear(layer, role, kWho).weight().to(at::kFloat));
+    for (const auto& role : group.roles) weights.push_back(dense_linear(layer, role, kSmoothQuantWho).weight().to(at::kFloat));
     if (x_absmax.size(0) != weights.front().size(1))
       throw Error(ctx.activation_stats->path().string(), first + kInputAbsmax + " does not match the linear's inputs");
     nlohmann::json entry = {{"stats", "calibration file"}};
@@ -112,7 +112,7 @@ PassResult smooth_from_file(DecoderLayer& layer, const PassContext& ctx, std::op
 PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& acts, const PassContext& ctx) const {
   at::NoGradGuard no_grad;
   if (acts.groups.empty()) {
-    if (gptq_) throw Error(kWho, "GPTQ needs calibration inputs, not only a calibration file's statistics");
+    if (gptq_) throw Error(kSmoothQuantWho, "GPTQ needs calibration inputs, not only a calibration file's statistics");
     return smooth_from_file(layer, ctx, alpha_, smooth_);
   }
   PassResult result;
@@ -121,7 +121,7 @@ PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& act
     const at::Tensor x = acts.groups.at(group.name);
     const at::Tensor x2 = x.reshape({-1, x.size(-1)}).to(at::kFloat);
     std::vector<at::Tensor> weights;
-    for (const auto& role : group.roles) weights.push_back(dense_linear(layer, role, kWho).weight().to(at::kFloat));
+    for (const auto& role : group.roles) weights.push_back(dense_linear(layer, role, kSmoothQuantWho).weight().to(at::kFloat));
     const at::Tensor x_absmax = std::get<0>(x2.abs().max(0));
     const at::Tensor sample = spread_tokens(x2, ctx.search_tokens);
     const at::Tensor ones = at::ones({x2.size(1)}, at::kFloat);

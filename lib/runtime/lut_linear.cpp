@@ -8,17 +8,9 @@
 #include "runtime/cpu/lut_q8_kernels.h"
 #include "runtime/packed_forward.h"
 #include "runtime/torch_bridge.h"
+#include "common/byte_view.h"
 
 namespace fsq {
-namespace {
-
-template <typename T>
-std::span<const std::byte> bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span(v));
-}
-
-}  // namespace
-
 LutLinear::LutLinear(const LutMatrix& m, std::optional<at::Tensor> bias, std::string method)
     : bits_(m.bits), rows_(m.rows), cols_(m.cols), method_(std::move(method)), isa_(cpu::selected_cpu_isa()) {
   validate_lut_matrix(m, "LUT linear");

@@ -10,7 +10,7 @@
 namespace fsq {
 namespace {
 
-std::string error_of(std::string_view text) {
+std::string utf8_error_of(std::string_view text) {
   try {
     check_text(text, "data.txt");
   } catch (const Error& e) {
@@ -29,11 +29,11 @@ TEST(Utf8, FindsTheFirstInvalidByte) {
 }
 
 TEST(Utf8, CheckTextAcceptsTextAndNamesTheOffsetOfWhatIsNot) {
-  EXPECT_EQ(error_of("Once upon a time, caf\xc3\xa9.\n"), "");
-  const std::string nul = error_of(std::string("ELF\0\1\2", 6));
+  EXPECT_EQ(utf8_error_of("Once upon a time, caf\xc3\xa9.\n"), "");
+  const std::string nul = utf8_error_of(std::string("ELF\0\1\2", 6));
   EXPECT_NE(nul.find("data.txt"), std::string::npos) << nul;
   EXPECT_NE(nul.find("NUL byte at offset 3"), std::string::npos) << nul;
-  const std::string bad = error_of("text then \xff\xfe");
+  const std::string bad = utf8_error_of("text then \xff\xfe");
   EXPECT_NE(bad.find("invalid byte at offset 10"), std::string::npos) << bad;
 }
 

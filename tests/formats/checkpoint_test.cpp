@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-const fs::path kStories = ::fsq::testing::stories260k_dir();
+const fs::path kStoriesFolder = ::fsq::testing::stories260k_dir();
 // sha256 of stories260K/model.safetensors, from shared/models/MANIFEST.md.
 constexpr const char* kStoriesWeightsSha =
     "c549afd8464a1250200b5338d39d23d0bf096c7f6578944268d40512c133daa6";
@@ -26,7 +26,7 @@ ModelConfig parse(const json& overrides) {
 }
 
 TEST(ModelConfig, Stories260KMatchesManifest) {
-  const fs::path p = kStories / "config.json";
+  const fs::path p = kStoriesFolder / "config.json";
   FSQ_REQUIRE_FIXTURE(p, ::fsq::testing::kHowToStageShared);
   ModelConfig c = load_model_config(p);
   EXPECT_EQ(c.architecture, "LlamaForCausalLM");
@@ -130,8 +130,8 @@ TEST(ModelConfig, RejectsBadValues) {
 }
 
 TEST(Checkpoint, OpensStories260K) {
-  FSQ_REQUIRE_FIXTURE(kStories / "model.safetensors", ::fsq::testing::kHowToStageShared);
-  Checkpoint c = Checkpoint::open(kStories);
+  FSQ_REQUIRE_FIXTURE(kStoriesFolder / "model.safetensors", ::fsq::testing::kHowToStageShared);
+  Checkpoint c = Checkpoint::open(kStoriesFolder);
   EXPECT_EQ(c.config().num_layers, 5);
   EXPECT_EQ(c.tensors().size(), 47u);
   EXPECT_EQ(c.shards().size(), 1u);

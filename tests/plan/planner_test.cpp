@@ -26,7 +26,7 @@ PlanRequest paper_request(const std::string& preset, const nlohmann::json& clust
   return r;
 }
 
-std::string error_of(const PlanRequest& r) {
+std::string planner_error_of(const PlanRequest& r) {
   try {
     make_plan(r);
   } catch (const std::exception& e) {
@@ -70,7 +70,7 @@ TEST(Planner, SameRequestSamePlan) {
 
 TEST(Planner, ModelThatFitsNowhereSaysHowMuchMemoryIsMissing) {
   PlanRequest r = paper_request("opt-66b", {{"devices", {{{"type", "T4-16G"}}}}});
-  std::string msg = error_of(r);
+  std::string msg = planner_error_of(r);
   EXPECT_NE(msg.find("plan: opt-66b does not fit on 1x T4-16G at any width: it needs "), std::string::npos) << msg;
   EXPECT_NE(msg.find("GiB missing"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos);

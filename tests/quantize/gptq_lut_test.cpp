@@ -18,7 +18,7 @@
 namespace fsq {
 namespace {
 
-constexpr int64_t kRows = 40, kCols = 96, kTokens = 1024;
+constexpr int64_t kLutRows = 40, kLutCols = 96, kLutTokens = 1024;
 const std::string kWhere = "model.layers.0.mlp.down_proj";
 
 struct Fixture {
@@ -28,8 +28,8 @@ struct Fixture {
 // Heavy-tailed weights (Student-t-like: a normal over a random scale) and positive Fisher.
 Fixture make_fixture(int64_t seed) {
   at::manual_seed(seed);
-  const at::Tensor w = at::randn({kRows, kCols}) / at::sqrt(at::rand({kRows, kCols}) + 0.05);
-  const at::Tensor f = at::rand({kRows, kCols}) * at::rand({kRows, kCols});
+  const at::Tensor w = at::randn({kLutRows, kLutCols}) / at::sqrt(at::rand({kLutRows, kLutCols}) + 0.05);
+  const at::Tensor f = at::rand({kLutRows, kLutCols}) * at::rand({kLutRows, kLutCols});
   auto floats = [](const at::Tensor& t) {
     const at::Tensor c = t.contiguous();
     return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
@@ -42,13 +42,13 @@ LutMatrix nearest(const Fixture& fx, int bits, bool dense_only) {
   o.bits = bits;
   o.dense_only = dense_only;
   o.outlier_pct = 2.0;  // a few sparse values per row of 96
-  return squeezellm::quantize_lut(fx.w.data(), fx.fisher.data(), kRows, kCols, o, nullptr, kWhere);
+  return squeezellm::quantize_lut(fx.w.data(), fx.fisher.data(), kLutRows, kLutCols, o, nullptr, kWhere);
 }
 
 double loss(const LutMatrix& m, const Fixture& fx, const at::Tensor& h) {
-  at::Tensor deq = at::empty({kRows, kCols}, at::kFloat);
+  at::Tensor deq = at::empty({kLutRows, kLutCols}, at::kFloat);
   dequantize_lut(m, deq.data_ptr<float>());
-  const at::Tensor w = at::from_blob(const_cast<float*>(fx.w.data()), {kRows, kCols}, at::kFloat);
+  const at::Tensor w = at::from_blob(const_cast<float*>(fx.w.data()), {kLutRows, kLutCols}, at::kFloat);
   return gptq_loss(w, deq, h);
 }
 
@@ -61,7 +61,7 @@ void expect_same_layout(const LutMatrix& a, const LutMatrix& b) {
 TEST(GptqLut, DiagonalHessianGivesTheNearestCodesBitForBit) {
   const Fixture fx = make_fixture(1);
   // Distinct diagonal values: the act order really permutes the columns.
-  const at::Tensor h = at::diag(at::rand({kCols}, at::kDouble) + 0.1);
+  const at::Tensor h = at::diag(at::rand({kLutCols}, at::kDouble) + 0.1);
   for (int bits : {3, 4}) {
     for (bool dense_only : {true, false}) {
       const LutMatrix ref = nearest(fx, bits, dense_only);
@@ -77,8 +77,8 @@ TEST(GptqLut, DiagonalHessianGivesTheNearestCodesBitForBit) {
 
 TEST(GptqLut, LowersTheReconstructionLossOfCorrelatedInputs) {
   const Fixture fx = make_fixture(2);
-  const at::Tensor h = gptq_hessian(testing::correlated_inputs(kTokens, kCols, 3));
-  const at::Tensor h_heldout = gptq_hessian(testing::correlated_inputs(kTokens, kCols, 4));
+  const at::Tensor h = gptq_hessian(testing::correlated_inputs(kLutTokens, kLutCols, 3));
+  const at::Tensor h_heldout = gptq_hessian(testing::correlated_inputs(kLutTokens, kLutCols, 4));
   // GPTQ's loss as a share of the nearest codes'. Measured 0.013-0.022 on the calibration
   // draw, within 3 % of that held out (these inputs are nearly rank 6); asserted with wide
   // room, the gain depends on the draw. Without the error propagation the share is 1.
@@ -106,19 +106,19 @@ TEST(GptqLut, LowersTheReconstructionLossOfCorrelatedInputs) {
 // receives no compensation from the others.
 TEST(GptqLut, DeadInputColumnKeepsTheNearestCodes) {
   const Fixture fx = make_fixture(5);
-  at::Tensor x = testing::correlated_inputs(kTokens, kCols, 6);
+  at::Tensor x = testing::correlated_inputs(kLutTokens, kLutCols, 6);
   constexpr int64_t kDead = 50;
   x.select(1, kDead).zero_();
   const LutMatrix ref = nearest(fx, 4, true);
   LutMatrix m = ref;
   gptq_assign_lut(m, fx.w.data(), gptq_hessian(x), kWhere);
-  for (int64_t r = 0; r < kRows; ++r) EXPECT_EQ(m.codes[r * kCols + kDead], ref.codes[r * kCols + kDead]) << r;
+  for (int64_t r = 0; r < kLutRows; ++r) EXPECT_EQ(m.codes[r * kLutCols + kDead], ref.codes[r * kLutCols + kDead]) << r;
   EXPECT_NE(m.codes, ref.codes);  // the live columns were compensated
 }
 
 TEST(GptqLut, BitIdenticalForAnyThreadCount) {
   const Fixture fx = make_fixture(7);
-  const at::Tensor h = gptq_hessian(testing::correlated_inputs(kTokens, kCols, 8));
+  const at::Tensor h = gptq_hessian(testing::correlated_inputs(kLutTokens, kLutCols, 8));
   const int saved = omp_get_max_threads();
   std::vector<LutMatrix> runs;
   for (int threads : {1, 2, 3}) {
@@ -136,9 +136,9 @@ TEST(GptqLut, BitIdenticalForAnyThreadCount) {
 TEST(GptqLut, RejectsMismatchedOrNonFiniteHessians) {
   const Fixture fx = make_fixture(9);
   LutMatrix m = nearest(fx, 4, false);
-  EXPECT_THROW(gptq_assign_lut(m, fx.w.data(), at::eye(kCols - 1, at::kDouble), kWhere), Error);
-  EXPECT_THROW(gptq_assign_lut(m, fx.w.data(), at::ones({kCols}, at::kDouble), kWhere), Error);
-  at::Tensor h = at::eye(kCols, at::kDouble);
+  EXPECT_THROW(gptq_assign_lut(m, fx.w.data(), at::eye(kLutCols - 1, at::kDouble), kWhere), Error);
+  EXPECT_THROW(gptq_assign_lut(m, fx.w.data(), at::ones({kLutCols}, at::kDouble), kWhere), Error);
+  at::Tensor h = at::eye(kLutCols, at::kDouble);
   h[3][3] = std::numeric_limits<double>::infinity();
   EXPECT_THROW(gptq_assign_lut(m, fx.w.data(), h, kWhere), Error);
 }

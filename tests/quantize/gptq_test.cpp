@@ -15,11 +15,11 @@
 namespace fsq {
 namespace {
 
-constexpr int64_t kRows = 24, kCols = 128, kTokens = 1024;
+constexpr int64_t kGptqRows = 24, kGptqCols = 128, kGptqTokens = 1024;
 // The types GPTQ is run with here: W8A8's int8 per channel, and grouped 4/3-bit ones.
 const std::vector<UniformQuant> kTypes = {kW8A8Weights, UniformQuant{4, 32, false}, UniformQuant{3, 64, true}};
 
-at::Tensor correlated_inputs(int64_t tokens, int64_t seed) { return testing::correlated_inputs(tokens, kCols, seed); }
+at::Tensor correlated_inputs(int64_t tokens, int64_t seed) { return testing::correlated_inputs(tokens, kGptqCols, seed); }
 
 void expect_same(const GroupQuantized& a, const GroupQuantized& b, const char* what) {
   EXPECT_TRUE(at::equal(a.codes, b.codes)) << what;
@@ -29,18 +29,18 @@ void expect_same(const GroupQuantized& a, const GroupQuantized& b, const char* w
 
 TEST(Gptq, DiagonalHessianIsRoundToNearestBitForBit) {
   at::manual_seed(1);
-  const at::Tensor w = at::randn({kRows, kCols});
-  const at::Tensor h = at::diag(at::rand({kCols}, at::kDouble) + 0.1);
+  const at::Tensor w = at::randn({kGptqRows, kGptqCols});
+  const at::Tensor h = at::diag(at::rand({kGptqCols}, at::kDouble) + 0.1);
   for (const UniformQuant& q : kTypes) expect_same(gptq_quantize(w, h, q), quantize_groups(w, q), "diagonal H");
 }
 
 TEST(Gptq, LowersTheReconstructionLossOfCorrelatedInputs) {
   at::manual_seed(2);
-  const at::Tensor w = at::randn({kRows, kCols});
-  const at::Tensor h = gptq_hessian(correlated_inputs(kTokens, 3));
+  const at::Tensor w = at::randn({kGptqRows, kGptqCols});
+  const at::Tensor h = gptq_hessian(correlated_inputs(kGptqTokens, 3));
   // A second draw of the same input distribution: the gain is not fitted to the calibration
   // tokens only.
-  const at::Tensor h_heldout = gptq_hessian(correlated_inputs(kTokens, 4));
+  const at::Tensor h_heldout = gptq_hessian(correlated_inputs(kGptqTokens, 4));
   // GPTQ's loss as a share of nearest rounding's. Measured: 0.024 (8-bit), 0.035 (4-bit),
   // 0.039 (3-bit) on the calibration tokens, within 4 % of that held out (these inputs are
   // nearly rank 6); asserted with wide room, the gain depends on the draw. Without the error
@@ -67,8 +67,8 @@ TEST(Gptq, LowersTheReconstructionLossOfCorrelatedInputs) {
 // rounded to nearest and receives no compensation from the others.
 TEST(Gptq, DeadInputColumnStaysAtNearest) {
   at::manual_seed(5);
-  const at::Tensor w = at::randn({kRows, kCols});
-  at::Tensor x = correlated_inputs(kTokens, 6);
+  const at::Tensor w = at::randn({kGptqRows, kGptqCols});
+  at::Tensor x = correlated_inputs(kGptqTokens, 6);
   constexpr int64_t kDead = 70;
   x.select(1, kDead).zero_();
   const GroupQuantized g = gptq_quantize(w, gptq_hessian(x), kW8A8Weights);

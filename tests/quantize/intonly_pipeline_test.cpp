@@ -13,6 +13,7 @@
 #include "formats/packed_checkpoint.h"
 #include "formats/tokenizer.h"
 #include "pipeline_fixture.h"
+#include "quant_test_util.h"
 #include "runtime/intonly_model.h"
 #include "runtime/model_files.h"
 #include "runtime/threads.h"
@@ -23,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::Fixture;
 using test::lines_of;
+using test::relative_error;
 
 // Bounds, relative L2 errors over all positions. The integer layer differs from the float
 // layer of the same int8 weights (which already quantizes every linear's input to int8 at the
@@ -41,10 +43,6 @@ constexpr double kMaxFactorVsSmoothQuantStatic = 1.1;  // integer vs fp <= this 
 // Token-scaled inputs against static ones, logits error vs fp (measured 0.946: this random
 // model's activations are not heavy-tailed across tokens; SmolLM2's are, see below).
 constexpr double kMaxTokenOverStatic = 0.98;
-
-double relative_error(const at::Tensor& a, const at::Tensor& ref) {
-  return ((a - ref).norm() / ref.norm()).item<double>();
-}
 
 // Ids the calibration ranges cover: windows of the calibration text itself.
 at::Tensor text_ids(const Fixture& fx, int64_t windows, int64_t tokens) {

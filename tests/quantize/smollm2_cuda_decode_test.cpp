@@ -21,7 +21,7 @@
 namespace fsq {
 namespace {
 
-constexpr int64_t kSteps = 5;
+constexpr int64_t kSmolLM2CudaSteps = 5;
 
 TEST(SmolLM2CudaDecode, ReferenceDecoderFollowsTheCpuRuntime) {
   FSQ_REQUIRE_FIXTURE(testing::smollm2_hf(), testing::kHowToFetchSmolLM2);
@@ -37,15 +37,15 @@ TEST(SmolLM2CudaDecode, ReferenceDecoderFollowsTheCpuRuntime) {
   exact.int8_decode_activations = false;
   const auto model = ModelFiles::open(cfg.out).load(exact);
   CudaDecodeSpec spec;
-  ASSERT_EQ(make_cuda_decode_spec(*model, kSteps, &spec), "");
+  ASSERT_EQ(make_cuda_decode_spec(*model, kSmolLM2CudaSteps, &spec), "");
   EXPECT_EQ(spec.spec.head.data(), spec.spec.embedding.data()) << "SmolLM2's head is its embedding";
-  cuda::ReferenceDecoder reference(spec.spec, 1, kSteps, cuda::ActType::F16);
-  KVCache cache = model->new_cache(1, kSteps);
+  cuda::ReferenceDecoder reference(spec.spec, 1, kSmolLM2CudaSteps, cuda::ActType::F16);
+  KVCache cache = model->new_cache(1, kSmolLM2CudaSteps);
   const int64_t vocab = model->config().vocab_size;
   std::vector<float> got(vocab);
   int32_t id = 1;  // BOS
   double worst = 0;
-  for (int64_t t = 0; t < kSteps; ++t) {
+  for (int64_t t = 0; t < kSmolLM2CudaSteps; ++t) {
     const at::Tensor want = model->forward(at::full({1, 1}, int64_t{id}, at::kLong), &cache).reshape({vocab});
     ASSERT_EQ(reference.step(&id, t, got.data()), "");
     worst = std::max(worst, test::nmse(got.data(), want.contiguous().data_ptr<float>(), vocab));
@@ -54,7 +54,7 @@ TEST(SmolLM2CudaDecode, ReferenceDecoderFollowsTheCpuRuntime) {
     id = static_cast<int32_t>(next);
   }
   std::printf("SmolLM2-135M w4g128 reference decoder (f16) vs CPU f32: worst logit NMSE %.3g over %ld steps\n", worst,
-              static_cast<long>(kSteps));
+              static_cast<long>(kSmolLM2CudaSteps));
   EXPECT_LE(worst, test::kF16LogitNmse);
 }
 

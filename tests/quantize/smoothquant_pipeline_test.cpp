@@ -9,6 +9,7 @@
 #include "formats/checkpoint.h"
 #include "formats/packed_checkpoint.h"
 #include "pipeline_fixture.h"
+#include "quant_test_util.h"
 #include "quantize/layer_inputs.h"
 #include "quantize/smoothquant_pass.h"
 #include "runtime/model_files.h"
@@ -20,16 +21,13 @@ namespace {
 namespace fs = std::filesystem;
 using test::Fixture;
 using test::lines_of;
+using test::relative_error;
 
 constexpr int64_t kOutlierChannels = 3;
 constexpr float kOutlierGain = 60.0f;
 // The smoothed layer computes the same fp function up to float32 rounding of the folded
 // products (a few ulps per multiply-add, relative to the output's size).
 constexpr double kFoldTolerance = 1e-5;
-
-double relative_error(const at::Tensor& a, const at::Tensor& ref) {
-  return ((a - ref).norm() / ref.norm()).item<double>();
-}
 
 TEST(SmoothQuantPipeline, SmoothingKeepsTheFpLayerFunction) {
   set_threads(1);

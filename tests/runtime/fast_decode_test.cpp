@@ -57,16 +57,16 @@ double max_decode_difference(const LlamaModel& fast, const LlamaModel& reference
   return worst;
 }
 
-struct Case {
+struct DecodeCase {
   const char* name;
   testing::TinyModelSpec spec;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const DecodeCase& c, std::ostream* os) { *os << c.name; }
 
-class FastDecodeTest : public ::testing::TestWithParam<Case> {};
+class FastDecodeTest : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(FastDecodeTest, StepsMatchTheAtenLayersOverAGeneration) {
-  const Case& c = GetParam();
+  const DecodeCase& c = GetParam();
   auto dir = testing::make_temp_dir(std::string("fsq-fast-") + c.name);
   testing::write_tiny_model(dir, c.spec);
   Loaded m = load_both(dir);
@@ -78,7 +78,7 @@ TEST_P(FastDecodeTest, StepsMatchTheAtenLayersOverAGeneration) {
   std::filesystem::remove_all(dir);
 }
 
-testing::TinyModelSpec spec_with(int64_t heads, int64_t kv_heads, bool tied, const char* arch = "LlamaForCausalLM") {
+testing::TinyModelSpec decode_spec(int64_t heads, int64_t kv_heads, bool tied, const char* arch = "LlamaForCausalLM") {
   testing::TinyModelSpec s;
   s.heads = heads;
   s.kv_heads = kv_heads;
@@ -91,9 +91,9 @@ testing::TinyModelSpec spec_with(int64_t heads, int64_t kv_heads, bool tied, con
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, FastDecodeTest,
-                         ::testing::Values(Case{"gqa", spec_with(4, 2, false)}, Case{"mha_tied", spec_with(4, 4, true)},
-                                           Case{"mqa", spec_with(4, 1, false)},
-                                           Case{"qwen2_bias", spec_with(4, 2, true, "Qwen2ForCausalLM")}),
+                         ::testing::Values(DecodeCase{"gqa", decode_spec(4, 2, false)}, DecodeCase{"mha_tied", decode_spec(4, 4, true)},
+                                           DecodeCase{"mqa", decode_spec(4, 1, false)},
+                                           DecodeCase{"qwen2_bias", decode_spec(4, 2, true, "Qwen2ForCausalLM")}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // Two threads share 27 query heads (batch 3 x 9 heads, 3 per KV head, as SmolLM2) as 13 +
@@ -102,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Models, FastDecodeTest,
 // (batch x heads x keys x head_dim = 3 x 9 x 160 x 16 >= fast_decode.cpp's 1 << 15); the
 // ATen prefill runs on one thread both times.
 TEST(FastDecode, ThreadsSplittingKvHeadsGiveBitIdenticalLogits) {
-  testing::TinyModelSpec spec = spec_with(9, 3, false);
+  testing::TinyModelSpec spec = decode_spec(9, 3, false);
   spec.hidden = 144;
   spec.max_positions = 256;
   auto dir = testing::make_temp_dir("fsq-fast-threads");
@@ -133,7 +133,7 @@ TEST(FastDecode, ThreadsSplittingKvHeadsGiveBitIdenticalLogits) {
 
 TEST(FastDecode, NarrowWeightsOrComputeKeepTheAtenLayersAndSayWhy) {
   auto dir = testing::make_temp_dir("fsq-fast-narrow");
-  testing::write_tiny_model(dir, spec_with(4, 2, false));
+  testing::write_tiny_model(dir, decode_spec(4, 2, false));
   Checkpoint ckpt = Checkpoint::open(dir);
   RuntimeOptions bf16_weights;
   bf16_weights.weight_dtype = at::kBFloat16;

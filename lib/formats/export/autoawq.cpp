@@ -13,6 +13,7 @@
 #include "formats/architectures.h"
 #include "formats/export/export_folder.h"
 #include "formats/quant/quant_types.h"
+#include "common/byte_view.h"
 
 namespace fsq {
 namespace {
@@ -104,11 +105,6 @@ json awq_config(const PackedCheckpoint& src, int64_t group_size) {
                                    {"zero_point", true},
                                    {"modules_to_not_convert", modules_to_not_convert(src)}};
   return config;
-}
-
-template <typename T>
-std::span<const std::byte> bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span<const T>(v));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "common/half.h"
 #include "formats/export/export_folder.h"
 #include "formats/quant/bitpack.h"
+#include "common/byte_view.h"
 
 namespace fsq {
 namespace {
@@ -101,11 +102,6 @@ json ignored_modules(const PackedCheckpoint& src) {
         t->shape.size() == 2 && module && t->name.find("embed") == std::string::npos)
       names.insert(*module);
   return names;
-}
-
-template <typename T>
-std::span<const std::byte> bytes_of(const std::vector<T>& v) {
-  return std::as_bytes(std::span<const T>(v));
 }
 
 }  // namespace

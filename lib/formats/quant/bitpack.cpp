@@ -12,7 +12,7 @@ namespace {
 
 constexpr int64_t kWordBits = 32;
 
-void check_shape(int64_t rows, int64_t cols, const char* where) {
+void check_pack_shape(int64_t rows, int64_t cols, const char* where) {
   if (rows < 0 || cols < 0)
     throw Error(where, "negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
 }
@@ -21,14 +21,14 @@ void check_shape(int64_t rows, int64_t cols, const char* where) {
 
 int64_t packed_words_per_row(int bits, int64_t cols) {
   validate_bits(bits, "packed_words_per_row");
-  check_shape(0, cols, "packed_words_per_row");
+  check_pack_shape(0, cols, "packed_words_per_row");
   return (cols * bits + kWordBits - 1) / kWordBits;
 }
 
 std::vector<uint32_t> pack_rows(std::span<const uint8_t> codes, int64_t rows, int64_t cols, int bits) {
   const char* where = "pack_rows";
   validate_bits(bits, where);
-  check_shape(rows, cols, where);
+  check_pack_shape(rows, cols, where);
   if (codes.size() != static_cast<size_t>(rows * cols))
     throw Error(where, "code count does not match the shape", std::to_string(rows * cols),
                 std::to_string(codes.size()));
@@ -55,7 +55,7 @@ std::vector<uint32_t> pack_rows(std::span<const uint8_t> codes, int64_t rows, in
 std::vector<uint8_t> unpack_rows(std::span<const uint32_t> words, int64_t rows, int64_t cols, int bits) {
   const char* where = "unpack_rows";
   validate_bits(bits, where);
-  check_shape(rows, cols, where);
+  check_pack_shape(rows, cols, where);
   const int64_t words_per_row = packed_words_per_row(bits, cols);
   if (words.size() != static_cast<size_t>(rows * words_per_row))
     throw Error(where, "word count does not match the shape", std::to_string(rows * words_per_row),

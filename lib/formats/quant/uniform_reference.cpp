@@ -52,7 +52,7 @@ void quantize_group_sym(const float* w, int64_t n, int bits, uint8_t* codes, uin
     codes[i] = static_cast<uint8_t>(clamp_round(w[i] / scale, qmin, qmax) + offset);
 }
 
-void check_shape(int64_t rows, int64_t cols, const UniformQuant& q, const std::string& where) {
+void check_quant_shape(int64_t rows, int64_t cols, const UniformQuant& q, const std::string& where) {
   validate_uniform_quant(q, where);
   if (rows <= 0 || cols <= 0)
     throw Error(where, "shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "] is empty");
@@ -65,7 +65,7 @@ void check_shape(int64_t rows, int64_t cols, const UniformQuant& q, const std::s
 
 QuantizedMatrix quantize_uniform(const float* w, int64_t rows, int64_t cols, const UniformQuant& q) {
   const std::string where = "quantize_uniform";
-  check_shape(rows, cols, q, where);
+  check_quant_shape(rows, cols, q, where);
   for (int64_t i = 0; i < rows * cols; ++i)
     if (!std::isfinite(w[i])) throw Error(where, "weight " + std::to_string(i) + " is not finite");
   QuantizedMatrix m;
@@ -90,7 +90,7 @@ QuantizedMatrix quantize_uniform(const float* w, int64_t rows, int64_t cols, con
 }
 
 void validate_quantized_matrix(const QuantizedMatrix& m, const std::string& where) {
-  check_shape(m.rows, m.cols, m.quant, where);
+  check_quant_shape(m.rows, m.cols, m.quant, where);
   const auto n = static_cast<size_t>(m.rows * m.cols);
   const auto n_groups = static_cast<size_t>(m.rows * m.groups());
   const auto size_error = [&](const char* what, size_t expected, size_t got) {

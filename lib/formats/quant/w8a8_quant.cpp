@@ -7,7 +7,7 @@ namespace {
 
 constexpr std::string_view kPerTokenName = "w8a8";
 constexpr std::string_view kPerTensorName = "w8a8static";
-constexpr int kScaleBits = 16;  // fp16 scale per output channel
+constexpr int kChannelScaleBits = 16;  // fp16 scale per output channel
 
 }  // namespace
 
@@ -47,7 +47,7 @@ bool parse_activation_quant(std::string_view label, ActivationQuant* mode) {
 
 double w8a8_bits_per_weight(int64_t cols) {
   if (cols <= 0) throw Error("quant type", "a row needs at least one column");
-  return kW8A8Weights.bits + static_cast<double>(kScaleBits) / static_cast<double>(cols);
+  return kW8A8Weights.bits + static_cast<double>(kChannelScaleBits) / static_cast<double>(cols);
 }
 
 }  // namespace fsq

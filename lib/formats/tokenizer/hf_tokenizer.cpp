@@ -20,7 +20,7 @@
 namespace fsq::tok {
 namespace {
 
-const nlohmann::json& member(const nlohmann::json& j, const char* key) {
+const nlohmann::json& tokenizer_member(const nlohmann::json& j, const char* key) {
   static const nlohmann::json null_value;
   auto it = j.find(key);
   return it == j.end() ? null_value : *it;
@@ -33,7 +33,7 @@ DecoderKind parse_decoder(const nlohmann::json& d) {
   const std::string type = d.is_object() ? d.value("type", std::string()) : "";
   if (type == "ByteLevel") return DecoderKind::ByteLevel;
   if (type == "Sequence")
-    for (const auto& sub : member(d, "decoders"))
+    for (const auto& sub : tokenizer_member(d, "decoders"))
       if (parse_decoder(sub) == DecoderKind::ByteLevel) return DecoderKind::ByteLevel;
   return DecoderKind::Unsupported;
 }
@@ -45,27 +45,27 @@ const nlohmann::json* template_bos(const nlohmann::json& p) {
   if (!p.is_object()) return nullptr;
   const std::string type = p.value("type", std::string());
   if (type == "Sequence") {
-    for (const auto& sub : member(p, "processors"))
+    for (const auto& sub : tokenizer_member(p, "processors"))
       if (const nlohmann::json* id = template_bos(sub)) return id;
     return nullptr;
   }
   if (type == "RobertaProcessing" || type == "BertProcessing") {
-    const auto& cls = member(p, "cls");
+    const auto& cls = tokenizer_member(p, "cls");
     return cls.is_array() && cls.size() == 2 && cls[1].is_number_integer() ? &cls[1] : nullptr;
   }
   if (type != "TemplateProcessing") return nullptr;
-  const auto& single = member(p, "single");
+  const auto& single = tokenizer_member(p, "single");
   if (!single.is_array() || single.empty() || !single[0].contains("SpecialToken")) return nullptr;
-  const auto& name = member(single[0]["SpecialToken"], "id");
+  const auto& name = tokenizer_member(single[0]["SpecialToken"], "id");
   if (!name.is_string()) return nullptr;
-  const auto& ids = member(member(member(p, "special_tokens"), name.get<std::string>().c_str()), "ids");
+  const auto& ids = tokenizer_member(tokenizer_member(tokenizer_member(p, "special_tokens"), name.get<std::string>().c_str()), "ids");
   return ids.is_array() && !ids.empty() && ids[0].is_number_integer() ? &ids[0] : nullptr;
 }
 
 // The tokens a tokenizer.json defines (vocab entries plus added tokens): sets the id bound.
 int64_t defined_tokens(const nlohmann::json& j) {
-  const auto& vocab = member(member(j, "model"), "vocab");
-  const auto& added = member(j, "added_tokens");
+  const auto& vocab = tokenizer_member(tokenizer_member(j, "model"), "vocab");
+  const auto& added = tokenizer_member(j, "added_tokens");
   return static_cast<int64_t>((vocab.is_object() ? vocab.size() : 0) + (added.is_array() ? added.size() : 0));
 }
 
@@ -74,12 +74,12 @@ class HfTokenizer final : public TokenizerImpl {
   HfTokenizer(const std::filesystem::path& path, const nlohmann::json& j)
       : where_(path.string()),
         ids_(where_, defined_tokens(j)),
-        model_(member(j, "model"), where_, ids_),
-        added_(member(j, "added_tokens"), where_,
+        model_(tokenizer_member(j, "model"), where_, ids_),
+        added_(tokenizer_member(j, "added_tokens"), where_,
                [this](std::string_view t) { return model_.token_to_id(t); }, ids_),
-        normalizer_(member(j, "normalizer"), where_),
-        pre_(member(j, "pre_tokenizer"), where_),
-        decoder_(parse_decoder(member(j, "decoder"))) {
+        normalizer_(tokenizer_member(j, "normalizer"), where_),
+        pre_(tokenizer_member(j, "pre_tokenizer"), where_),
+        decoder_(parse_decoder(tokenizer_member(j, "decoder"))) {
     path_ = path;
     int32_t max_id = model_.max_id();
     for (const AddedToken& a : added_.tokens()) max_id = std::max(max_id, a.id);
@@ -87,7 +87,7 @@ class HfTokenizer final : public TokenizerImpl {
     for (int32_t id = 0; id <= model_.max_id(); ++id)
       if (const std::string* t = model_.id_to_token(id)) pieces_[id] = {*t, true, false};
     for (const AddedToken& a : added_.tokens()) pieces_[a.id] = {a.content, true, true};
-    if (const nlohmann::json* bos = template_bos(member(j, "post_processor"))) {
+    if (const nlohmann::json* bos = template_bos(tokenizer_member(j, "post_processor"))) {
       bos_id_ = ids_.parse(*bos, "post_processor's BOS id");
       if (!has_id(bos_id_))
         throw Error(where_, "post_processor's BOS id " + std::to_string(bos_id_) + " is not a token of the vocab");

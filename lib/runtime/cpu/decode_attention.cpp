@@ -10,7 +10,7 @@
 namespace fsq::cpu {
 namespace {
 
-bool valid(const DecodeAttentionArgs& a) {
+bool valid_args(const DecodeAttentionArgs& a) {
   return a.q != nullptr && a.keys != nullptr && a.values != nullptr && a.scores != nullptr && a.out != nullptr &&
          a.heads > 0 && a.keys_count > 0 && a.head_dim > 0;
 }
@@ -40,7 +40,7 @@ void decode_attention_scalar(const DecodeAttentionArgs& a) {
 }  // namespace
 
 KernelStatus decode_attention_reference(const DecodeAttentionArgs& a) {
-  if (!valid(a)) return KernelStatus::InvalidArgument;
+  if (!valid_args(a)) return KernelStatus::InvalidArgument;
   const int64_t D = a.head_dim, S = a.keys_count;
   std::vector<double> p(static_cast<size_t>(S));
   for (int64_t h = 0; h < a.heads; ++h) {
@@ -63,7 +63,7 @@ KernelStatus decode_attention_reference(const DecodeAttentionArgs& a) {
 }
 
 KernelStatus decode_attention(const DecodeAttentionArgs& a, CpuIsa isa) {
-  if (!valid(a)) return KernelStatus::InvalidArgument;
+  if (!valid_args(a)) return KernelStatus::InvalidArgument;
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
   switch (isa) {
     case CpuIsa::Avx512: decode_attention_avx512(a); break;

@@ -10,8 +10,6 @@
 namespace fsq::cpu {
 namespace {
 
-// Below this many multiply-adds per call, waking threads costs more than it saves.
-constexpr int64_t kParallelMinWork = int64_t{1} << 16;
 
 DenseRowsFn dense_rows_for(CpuIsa isa) {
   switch (isa) {
@@ -69,7 +67,7 @@ KernelStatus dense_gemv(const DenseWeightsView& w, const float* x, int64_t m, in
   for_each_gemv_batch<DenseBatch>(
       w, x, m, x_stride, y, y_stride, /*lanes=*/0, /*panel_size=*/0, [](const float*, int64_t, float*) {},
       [&](const DenseBatch& batch) {
-        for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kParallelMinWork,
+        for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kGemvParallelMinWork,
                              [&](int64_t row0, int64_t row1) { rows_fn(batch, row0, row1); });
       });
   return KernelStatus::Ok;

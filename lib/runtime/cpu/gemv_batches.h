@@ -41,6 +41,10 @@ void for_each_gemv_batch(const Weights& w, const float* x, int64_t m, int64_t x_
   }
 }
 
+// Below this much work per call (weights times activation rows), waking threads costs more
+// than it saves: every GEMV runs single-threaded under it.
+inline constexpr int64_t kGemvParallelMinWork = int64_t{1} << 16;
+
 // The row ranges of for_each_thread_rows start on multiples of this.
 inline constexpr int64_t kGemvRowAlign = 16;
 

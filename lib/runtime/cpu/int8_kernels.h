@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 
 #include "runtime/cpu/uniform_kernels.h"  // KernelStatus, CpuIsa
@@ -39,6 +40,9 @@ enum class ActQuant {
   PerToken,   // dynamic: one scale per row of x, from its absmax
   PerTensor,  // static: one given scale for every row
 };
+
+// A per-tensor mode needs a finite positive scale; per-token ignores it.
+inline bool static_scale_ok(ActQuant mode, float s) { return mode == ActQuant::PerToken || (std::isfinite(s) && s > 0.0f); }
 
 // The weights rearranged once into the layout the fast kernels read (the layout is private
 // to int8_kernels*.cpp; it holds the codes, per-row sums where a variant needs them, and

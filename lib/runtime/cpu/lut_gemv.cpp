@@ -13,8 +13,6 @@
 namespace fsq::cpu {
 namespace {
 
-// Below this much work (codes times activation rows) per call, threads cost more than they save.
-constexpr int64_t kParallelMinWork = int64_t{1} << 16;
 // What one nonzero of the CSR part costs, in codes of the dense part: a nonzero is a
 // column load, a value conversion, a gather from x and an FMA per activation row, where a
 // code is an eighth or a sixteenth of a vector instruction. Used only to balance threads.
@@ -22,7 +20,7 @@ constexpr int64_t kNonzeroCost = 16;
 
 bool vbmi_allowed = true;
 
-LutGemvRowsFn gemv_rows_for(CpuIsa isa) {
+LutGemvRowsFn lut_gemv_rows_for(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx512: return lut_vbmi_in_use() ? lut_gemv_rows_avx512vbmi : lut_gemv_rows_avx512;
     case CpuIsa::Avx2: return lut_gemv_rows_avx2;
@@ -31,7 +29,7 @@ LutGemvRowsFn gemv_rows_for(CpuIsa isa) {
   return lut_gemv_rows_scalar;
 }
 
-LutDequantizeRowsFn dequantize_rows_for(CpuIsa isa) {
+LutDequantizeRowsFn lut_dequantize_rows_for(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx512: return lut_dequantize_rows_avx512;
     case CpuIsa::Avx2: return lut_dequantize_rows_avx2;
@@ -50,7 +48,7 @@ int64_t panel_lanes(CpuIsa isa) {
   return 0;
 }
 
-void pack_panel(const LutWeightsView& w, const float* x, int64_t m, int64_t x_stride, int64_t lanes, float* panel) {
+void pack_lut_panel(const LutWeightsView& w, const float* x, int64_t m, int64_t x_stride, int64_t lanes, float* panel) {
   const int64_t vectors = lut_panel_vectors(w.cols, lanes);
   for (int64_t v = 0; v < vectors; ++v)
     for (int64_t i = 0; i < m; ++i) {
@@ -87,7 +85,7 @@ int64_t part_begin(const LutWeightsView& w, int64_t t, int64_t parts) {
 // Calls fn(row_begin, row_end) once per OpenMP thread over contiguous parts of equal cost.
 template <typename Fn>
 void for_each_part(const LutWeightsView& w, int64_t work, const Fn& fn) {
-#pragma omp parallel if (work >= kParallelMinWork)
+#pragma omp parallel if (work >= kGemvParallelMinWork)
   {
     const int64_t parts = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t begin = part_begin(w, t, parts), end = part_begin(w, t + 1, parts);
@@ -114,12 +112,12 @@ KernelStatus lut_gemv(const LutWeightsView& w, const float* x, int64_t m, int64_
   if (m < 0 || (m > 0 && (x == nullptr || y == nullptr)) || x_stride < w.cols || y_stride < w.rows)
     return KernelStatus::InvalidArgument;
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
-  const LutGemvRowsFn rows_fn = gemv_rows_for(isa);
+  const LutGemvRowsFn rows_fn = lut_gemv_rows_for(isa);
   const int64_t lanes = panel_lanes(isa);
   const int64_t panel_size = lanes > 0 ? std::min(m, kMaxGemvRows) * lut_panel_vectors(w.cols, lanes) * lanes : 0;
   for_each_gemv_batch<LutGemvBatch>(
       w, x, m, x_stride, y, y_stride, lanes, panel_size,
-      [&](const float* bx, int64_t bm, float* panel) { pack_panel(w, bx, bm, x_stride, lanes, panel); },
+      [&](const float* bx, int64_t bm, float* panel) { pack_lut_panel(w, bx, bm, x_stride, lanes, panel); },
       [&](const LutGemvBatch& batch) {
         for_each_part(w, cost_before(w, w.rows) * batch.m, [&](int64_t r0, int64_t r1) { rows_fn(batch, r0, r1); });
       });
@@ -131,10 +129,10 @@ KernelStatus lut_dequantize_rows(const LutWeightsView& w, int64_t row0, int64_t 
   if (row0 < 0 || nrows < 0 || row0 > w.rows - nrows || (nrows > 0 && out == nullptr))
     return KernelStatus::InvalidArgument;
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
-  const LutDequantizeRowsFn fn = dequantize_rows_for(isa);
+  const LutDequantizeRowsFn fn = lut_dequantize_rows_for(isa);
   constexpr int64_t kRowsPerTask = 16;
   const int64_t tasks = (nrows + kRowsPerTask - 1) / kRowsPerTask;
-#pragma omp parallel for schedule(static) if (nrows * w.cols >= kParallelMinWork)
+#pragma omp parallel for schedule(static) if (nrows * w.cols >= kGemvParallelMinWork)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t r0 = t * kRowsPerTask, r1 = std::min(nrows, r0 + kRowsPerTask);
     fn(w, row0 + r0, r1 - r0, out + r0 * w.cols);

@@ -10,7 +10,7 @@
 namespace fsq::cpu {
 namespace {
 
-constexpr int64_t kChunkCodes = 64;  // weights looked up at once, shared by all rows of x
+constexpr int64_t kLutChunkCodes = 64;  // weights looked up at once, shared by all rows of x
 
 template <typename Col>
 void add_sparse_row(const LutGemvBatch& b, const Col* col, int64_t n, float* acc) {
@@ -29,13 +29,13 @@ void add_sparse_row(const LutGemvBatch& b, const Col* col, int64_t n, float* acc
 void lut_gemv_rows_scalar(const LutGemvBatch& b, int64_t row0, int64_t row1) {
   const LutWeightsView& w = *b.w;
   const int64_t levels = int64_t{1} << w.bits;
-  float table[16], weights[kChunkCodes];
+  float table[16], weights[kLutChunkCodes];
   for (int64_t n = row0; n < row1; ++n) {
     const uint32_t* row = w.words + n * w.words_per_row;
     for (int64_t q = 0; q < levels; ++q) table[q] = f16_to_f32(w.lut[n * levels + q]);
     float acc[kMaxGemvRows] = {};
-    for (int64_t k0 = 0; k0 < w.cols; k0 += kChunkCodes) {
-      const int64_t len = std::min(kChunkCodes, w.cols - k0);
+    for (int64_t k0 = 0; k0 < w.cols; k0 += kLutChunkCodes) {
+      const int64_t len = std::min(kLutChunkCodes, w.cols - k0);
       for (int64_t j = 0; j < len; ++j) weights[j] = table[packed_code(row, k0 + j, w.bits)];
       for (int64_t i = 0; i < b.m; ++i) {
         const float* xi = b.x + i * b.x_stride + k0;

@@ -18,7 +18,6 @@
 namespace fsq::cpu {
 namespace {
 
-constexpr int64_t kParallelMinWeights = int64_t{1} << 16;  // as lut_gemv
 constexpr int kTableBias = 128;
 // The CSR part goes as one stream of nonzeros (lut_q8_loops.h) below this many per row on
 // average: each row's sum is then one FMA chain, which long rows wait on. bench_lut_kernels,
@@ -26,7 +25,6 @@ constexpr int kTableBias = 128;
 // at SmolLM2's ~2.6 it took sparse decode batch 8 from 278-289 to 338-340 tok/s.
 constexpr int64_t kStreamMaxNonzerosPerRow = 8;
 
-int64_t q8_blocks(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCols; }
 
 // The q8 panel's view of a LUT matrix, one group per row: 4-bit codes and the 3-bit bit
 // planes (prepare_lut_q8_codes3) are read as the uniform 4-bit chunks (even, then odd
@@ -209,14 +207,14 @@ KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t
   if (!check_call(w, t, x, m, x_stride, y, y_stride) || check_lut_sparse(w) != KernelStatus::Ok)
     return KernelStatus::InvalidArgument;
   std::vector<int8_t> q(static_cast<size_t>(w.cols));
-  std::vector<float> d(static_cast<size_t>(q8_blocks(w.cols)));
+  std::vector<float> d(static_cast<size_t>(q8_block_count(w.cols)));
   for (int64_t i = 0; i < m; ++i) {
     const float* xi = x + i * x_stride;
     quantize_q8_row(xi, w.cols, q.data(), d.data());
     for (int64_t n = 0; n < w.rows; ++n) {
       const uint32_t* codes = w.words + n * w.words_per_row;
       double dense = 0.0;
-      for (int64_t b = 0; b < q8_blocks(w.cols); ++b) {
+      for (int64_t b = 0; b < q8_block_count(w.cols); ++b) {
         int64_t dot = 0;
         for (int64_t k = b * kQ8BlockCols; k < std::min(w.cols, (b + 1) * kQ8BlockCols); ++k)
           dot += (int64_t{t.tables[n * 16 + packed_code(codes, k, w.bits)]} - kTableBias) * q[static_cast<size_t>(k)];
@@ -258,7 +256,7 @@ KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const fl
     batch.x_stride = x_stride;
     batch.y = y + i0 * y_stride;
     batch.y_stride = y_stride;
-    for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kParallelMinWeights,
+    for_each_thread_rows(w.rows, w.rows * w.cols * batch.m >= kGemvParallelMinWork,
                          [&](int64_t row0, int64_t row1) { rows_fn(batch, row0, row1); });
   }
   return KernelStatus::Ok;

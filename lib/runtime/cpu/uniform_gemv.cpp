@@ -10,8 +10,6 @@
 namespace fsq::cpu {
 namespace {
 
-// Below this many weights per call, starting threads costs more than it saves.
-constexpr int64_t kParallelMinWeights = int64_t{1} << 16;
 
 GemvRowsFn gemv_rows_for(CpuIsa isa) {
   switch (isa) {
@@ -75,7 +73,7 @@ void pack_panel(const UniformWeightsView& w, const float* x, int64_t m, int64_t 
 // Calls fn(row_begin, row_end) over ranges of rows, on all OpenMP threads when worthwhile.
 template <typename Fn>
 void for_each_row_block(int64_t rows, int64_t work, const Fn& fn) {
-  for_each_thread_rows(rows, work >= kParallelMinWeights, fn);
+  for_each_thread_rows(rows, work >= kGemvParallelMinWork, fn);
 }
 
 }  // namespace

@@ -17,9 +17,7 @@
 namespace fsq::cpu {
 namespace {
 
-constexpr int64_t kParallelMinWeights = int64_t{1} << 16;  // as uniform_gemv
 
-int64_t q8_blocks(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCols; }
 
 // Groups must be whole activation blocks, and a kernel chunk must lie in one group or
 // cover whole groups.
@@ -45,7 +43,7 @@ void quantize_q8_row(const float* x, int64_t cols, int8_t* q, float* d) {
   // no early exits, rounding by the 1.5 * 2^23 trick (round-to-nearest-even for |v| < 2^22,
   // as nearbyint in the default rounding mode, without a libm call).
   constexpr float kRound = 12582912.0f;
-  for (int64_t b = 0; b < q8_blocks(cols); ++b) {
+  for (int64_t b = 0; b < q8_block_count(cols); ++b) {
     const int64_t k0 = b * kQ8BlockCols, n = std::min(cols, k0 + kQ8BlockCols) - k0;
     const float* xb = x + k0;
     float top = 0.0f, poison = 0.0f;  // poison: NaN when the block holds a NaN or an infinity
@@ -73,7 +71,7 @@ void quantize_q8_row_fast(const float* x, int64_t cols, int8_t* q, float* d) {
 }
 
 Q8Panel::Q8Panel(const UniformWeightsView& w, int64_t m)
-    : w_(w), q_(static_cast<size_t>(w.cols)), d_(static_cast<size_t>(q8_blocks(w.cols))) {
+    : w_(w), q_(static_cast<size_t>(w.cols)), d_(static_cast<size_t>(q8_block_count(w.cols))) {
   const int64_t chunks = (w.cols + q8_chunk_cols(w.bits) - 1) / q8_chunk_cols(w.bits);
   codes_stride = chunks * (w.bits == 4 ? 2 : 1) * kQ8ChunkBytes;
   lane_scales_stride = chunks * kQ8ChunkLanes;
@@ -131,7 +129,7 @@ KernelStatus uniform_gemv_q8_reference(const UniformWeightsView& w, const float*
   if (check_matmul_call(w, x, m, x_stride, y, y_stride) != KernelStatus::Ok) return KernelStatus::InvalidArgument;
   const int64_t groups = w.cols / w.group_cols;
   std::vector<int8_t> q(static_cast<size_t>(w.cols));
-  std::vector<float> d(static_cast<size_t>(q8_blocks(w.cols)));
+  std::vector<float> d(static_cast<size_t>(q8_block_count(w.cols)));
   for (int64_t i = 0; i < m; ++i) {
     quantize_q8_row(x + i * x_stride, w.cols, q.data(), d.data());
     for (int64_t n = 0; n < w.rows; ++n) {
@@ -192,7 +190,7 @@ KernelStatus uniform_gemv_q8_together(const Q8GemvOutput* outputs, int count, co
     // Rows [row0, row1) of the matrices stacked in order, each part to its own matrix. Each
     // matrix starts on a multiple of kGemvRowAlign (padding rows map to none), so its row
     // blocks fall as in uniform_gemv_q8: the same sums in the same order.
-    for_each_thread_rows(stacked_rows, total_rows * first.cols * rows_of_x >= kParallelMinWeights,
+    for_each_thread_rows(stacked_rows, total_rows * first.cols * rows_of_x >= kGemvParallelMinWork,
                          [&](int64_t row0, int64_t row1) {
                            int64_t base = 0;
                            for (int j = 0; j < count && base < row1; ++j) {

@@ -18,6 +18,9 @@ namespace fsq::cpu {
 // Columns per activation block: one int8 scale per block.
 inline constexpr int64_t kQ8BlockCols = 32;
 
+// Activation blocks (and so scales) of a row of `cols` columns.
+inline constexpr int64_t q8_block_count(int64_t cols) { return (cols + kQ8BlockCols - 1) / kQ8BlockCols; }
+
 // The spec of the activation quantization, for one row x[0, cols): block b holds columns
 // [32 b, min(32 b + 32, cols)); d[b] = max |x| over the block / 127 and
 // q[k] = round-to-nearest-even(x[k] / d[b]) (0 when d[b] == 0). A non-finite value in a

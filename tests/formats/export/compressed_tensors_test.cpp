@@ -90,8 +90,8 @@ std::vector<float> decode_exported(const SafetensorsFile& f, const std::string& 
 constexpr int64_t kHidden = test::kExportHidden;
 
 // Quantized linears of `type` (up_proj of `mlp_type`) beside dense tensors of every dtype.
-struct ModelSource : test::SmallModelSource {
-  explicit ModelSource(const std::string& type, const std::string& mlp_type = "")
+struct CompressedSource : test::SmallModelSource {
+  explicit CompressedSource(const std::string& type, const std::string& mlp_type = "")
       : SmallModelSource(type, kHidden, mlp_type) {}
 };
 
@@ -108,7 +108,7 @@ class CompressedTensorsExport : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(CompressedTensorsExport, LinearsDecodeBitExactlyToTheSourceWeights) {
-  ModelSource src(GetParam());
+  CompressedSource src(GetParam());
   const PackedCheckpoint packed = src.write(packed_dir);
   export_compressed_tensors(packed, out, {.dtype = DType::F32});
   const auto file = SafetensorsFile::open(out / "model.safetensors");
@@ -126,7 +126,7 @@ TEST_P(CompressedTensorsExport, LinearsDecodeBitExactlyToTheSourceWeights) {
 // A quantized embedding and head (--head-bits) go out dense: float32 holds their dequantized
 // values exactly; nothing quantized is left of them.
 TEST_P(CompressedTensorsExport, QuantizedEmbeddingAndHeadGoOutDense) {
-  ModelSource src(GetParam());
+  CompressedSource src(GetParam());
   src.quantize_head("model.embed_tokens", "w8g64s");
   src.quantize_head("lm_head", "w4g32a");
   const PackedCheckpoint packed = src.write(packed_dir);
@@ -146,7 +146,7 @@ TEST_P(CompressedTensorsExport, QuantizedEmbeddingAndHeadGoOutDense) {
 }
 
 TEST_P(CompressedTensorsExport, Float16KeepsFsqsScalesAndRoundsDenseTensors) {
-  ModelSource src(GetParam());
+  CompressedSource src(GetParam());
   src.ckpt.tokenizer_dir = tmp / "source";
   const PackedCheckpoint packed = src.write(packed_dir);
   export_compressed_tensors(packed, out);  // float16 is the default
@@ -169,7 +169,7 @@ TEST_P(CompressedTensorsExport, Float16KeepsFsqsScalesAndRoundsDenseTensors) {
 }
 
 TEST_P(CompressedTensorsExport, ConfigGroupTargetsEveryQuantizedLinearByName) {
-  ModelSource src(GetParam());
+  CompressedSource src(GetParam());
   const PackedCheckpoint packed = src.write(packed_dir);
   const CompressedTensorsReport report = export_compressed_tensors(packed, out);
   EXPECT_EQ(report.schemes, std::vector<std::string>{GetParam()});
@@ -204,7 +204,7 @@ bool has_note(const CompressedTensorsReport& r, const std::string& text) {
 
 TEST(CompressedTensorsMixed, OneConfigGroupPerSchemeAndNotesForTheEngines) {
   TempDir tmp;
-  ModelSource src("w4g64s", "w3g64s");
+  CompressedSource src("w4g64s", "w3g64s");
   const PackedCheckpoint packed = src.write(tmp / "packed");
   const CompressedTensorsReport report = export_compressed_tensors(packed, tmp / "ct");
   EXPECT_EQ(report.linears, 4);
@@ -219,7 +219,7 @@ TEST(CompressedTensorsMixed, OneConfigGroupPerSchemeAndNotesForTheEngines) {
   // k_proj at 8 bits: vLLM cannot fuse q/k/v, and transformers' dequantize route (the only
   // one for asymmetric layers) would decode it with the first group's scheme.
   TempDir tmp2;
-  ModelSource split("w4g64a");
+  CompressedSource split("w4g64a");
   split.ckpt.linears[1] = {"model.layers.0.self_attn.k_proj",
                            quantize_uniform(test::gaussian(16, kHidden, 9).data(), 16, kHidden,
                                             find_uniform_quant("w8g64a")),
@@ -230,7 +230,7 @@ TEST(CompressedTensorsMixed, OneConfigGroupPerSchemeAndNotesForTheEngines) {
   EXPECT_TRUE(has_note(r2, "asymmetric with several schemes"));
 
   TempDir tmp3;
-  ModelSource asym("w4g64a");
+  CompressedSource asym("w4g64a");
   const CompressedTensorsReport r3 = export_compressed_tensors(asym.write(tmp3 / "packed"), tmp3 / "ct");
   EXPECT_EQ(r3.notes.size(), 1u);
   EXPECT_TRUE(has_note(r3, "CompressedTensorsConfig(dequantize=True)"));
@@ -248,11 +248,11 @@ class CompressedTensorsRefusal : public ::testing::Test {
   }
 };
 
-void add_good_linear(test::PackedSource& src) { src.add_linear("model.layers.0.mlp.up_proj", "w4g32a", 16, 64, 1); }
+void add_exportable_linear(test::PackedSource& src) { src.add_linear("model.layers.0.mlp.up_proj", "w4g32a", 16, 64, 1); }
 
 TEST_F(CompressedTensorsRefusal, LookupTableCodes) {
   test::PackedSource src;
-  add_good_linear(src);
+  add_exportable_linear(src);
   LutMatrix lut;
   lut.bits = 4;
   lut.rows = 8;
@@ -266,7 +266,7 @@ TEST_F(CompressedTensorsRefusal, LookupTableCodes) {
 
 TEST_F(CompressedTensorsRefusal, ActivationQuantization) {
   test::PackedSource src;
-  add_good_linear(src);
+  add_exportable_linear(src);
   const std::vector<float> w = test::gaussian(16, 64, 3);
   src.ckpt.linears.push_back({"model.layers.0.mlp.gate_proj", quantize_uniform(w.data(), 16, 64, kW8A8Weights),
                               "smoothquant", {}, std::nullopt, ActivationQuant::PerToken, 0.0f});
@@ -281,7 +281,7 @@ TEST_F(CompressedTensorsRefusal, NothingQuantized) {
 
 TEST_F(CompressedTensorsRefusal, DenseTensorBeyondFp16ButNotFp32) {
   test::PackedSource src;
-  add_good_linear(src);
+  add_exportable_linear(src);
   src.add_dense("model.norm.weight", DType::F32, {3}, std::vector<float>{1.0f, 1e6f, 1.0f});
   expect_refused(src, "tensor 'model.norm.weight': element 1 is not finite in fp16");
   const PackedCheckpoint packed = PackedCheckpoint::open(packed_dir);
@@ -291,7 +291,7 @@ TEST_F(CompressedTensorsRefusal, DenseTensorBeyondFp16ButNotFp32) {
 
 TEST_F(CompressedTensorsRefusal, BusyDestinationIsLeftAlone) {
   test::PackedSource src;
-  add_good_linear(src);
+  add_exportable_linear(src);
   const PackedCheckpoint packed = src.write(packed_dir);
   fs::create_directories(out);
   test::write_bytes(out / "keep.txt", "mine");

@@ -28,7 +28,7 @@ void expect_text_error(const std::string& text, const std::string& problem) {
   }
 }
 
-void expect_error(const nlohmann::json& j, const std::string& problem) {
+void expect_tokenizer_error(const nlohmann::json& j, const std::string& problem) {
   expect_text_error(j.dump(), problem);
 }
 
@@ -50,36 +50,36 @@ TEST(MalformedTokenizerJson, NotJson) {
 TEST(MalformedTokenizerJson, Model) {
   auto j = minimal();
   j.erase("model");
-  expect_error(j, "no 'model' section");
+  expect_tokenizer_error(j, "no 'model' section");
   j = minimal();
   j["model"]["type"] = "WordPiece";
-  expect_error(j, "unsupported model type 'WordPiece'");
+  expect_tokenizer_error(j, "unsupported model type 'WordPiece'");
   j = minimal();
   j["model"].erase("vocab");
-  expect_error(j, "model.vocab is missing");
+  expect_tokenizer_error(j, "model.vocab is missing");
   j = minimal();
   j["model"]["vocab"]["c"] = "three";
-  expect_error(j, "model.vocab['c'] is not a non-negative integer id");
+  expect_tokenizer_error(j, "model.vocab['c'] is not a non-negative integer id");
   j = minimal();
   j["model"]["vocab"]["c"] = -1;
-  expect_error(j, "model.vocab['c'] = -1 is not a valid token id");
+  expect_tokenizer_error(j, "model.vocab['c'] = -1 is not a valid token id");
   j = minimal();
   j["model"]["unk_token"] = "<unk>";
-  expect_error(j, "model.unk_token '<unk>' is not in the vocab");
+  expect_tokenizer_error(j, "model.unk_token '<unk>' is not in the vocab");
 }
 
 TEST(MalformedTokenizerJson, Merges) {
   auto j = minimal();
   j["model"]["merges"] = nlohmann::json::array({"a c"});
-  expect_error(j, "merge 0 ('a' 'c') needs token 'c' that is not in the vocab");
+  expect_tokenizer_error(j, "merge 0 ('a' 'c') needs token 'c' that is not in the vocab");
   j["model"]["merges"] = nlohmann::json::array({"a b", "b a"});
-  expect_error(j, "merge 1 ('b' 'a') needs token 'ba' that is not in the vocab");
+  expect_tokenizer_error(j, "merge 1 ('b' 'a') needs token 'ba' that is not in the vocab");
   j["model"]["merges"] = nlohmann::json::array({"ab"});
-  expect_error(j, "merge 0 'ab' is not two tokens");
+  expect_tokenizer_error(j, "merge 0 'ab' is not two tokens");
   j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "b", "c"})});
-  expect_error(j, "merge 0 is neither");
+  expect_tokenizer_error(j, "merge 0 is neither");
   j["model"]["merges"] = "a b";
-  expect_error(j, "model.merges is not a list");
+  expect_tokenizer_error(j, "model.merges is not a list");
   j["model"]["merges"] = nlohmann::json::array({nlohmann::json::array({"a", "b"})});  // newer form
   TempDir dir;
   EXPECT_EQ(load_json_tokenizer(dir, j)->encode("ab"), (std::vector<int32_t>{2}));
@@ -91,12 +91,12 @@ TEST(MalformedTokenizerJson, HugeVocabIdIsANamedError) {
   auto j = minimal();
   for (const int64_t huge : {int64_t{4000000000}, int64_t{1} << 40, int64_t{INT32_MAX}, int64_t{65544}}) {
     j["model"]["vocab"]["c"] = huge;
-    expect_error(j, "model.vocab['c'] = " + std::to_string(huge) + " is not a valid token id");
+    expect_tokenizer_error(j, "model.vocab['c'] = " + std::to_string(huge) + " is not a valid token id");
   }
   j["model"]["vocab"]["c"] = nlohmann::json(uint64_t{18446744073709551615u});
-  expect_error(j, "model.vocab['c'] = 18446744073709551615 is not a valid token id");
+  expect_tokenizer_error(j, "model.vocab['c'] = 18446744073709551615 is not a valid token id");
   j["model"]["vocab"]["c"] = 1.5;
-  expect_error(j, "model.vocab['c'] is not a non-negative integer id");
+  expect_tokenizer_error(j, "model.vocab['c'] is not a non-negative integer id");
   // 4 tokens defined: ids up to 2 x 4 + 65536 - 1 are accepted (a sparse but sane vocab).
   j["model"]["vocab"]["c"] = 65543;
   TempDir dir;
@@ -106,21 +106,21 @@ TEST(MalformedTokenizerJson, HugeVocabIdIsANamedError) {
 TEST(MalformedTokenizerJson, DuplicateVocabIdNamesBothTokens) {
   auto j = minimal();
   j["model"]["vocab"]["c"] = 1;
-  expect_error(j, "token id 1 is given to two tokens: 'b' (model.vocab['b']) and 'c' (model.vocab['c'])");
+  expect_tokenizer_error(j, "token id 1 is given to two tokens: 'b' (model.vocab['b']) and 'c' (model.vocab['c'])");
 }
 
 TEST(MalformedTokenizerJson, AddedTokenIdsObeyTheSameRules) {
   auto j = minimal();
   j["added_tokens"] = nlohmann::json::array({{{"id", 4000000000}, {"content", "<s>"}}});
-  expect_error(j, "added_tokens[0].id = 4000000000 is not a valid token id");
+  expect_tokenizer_error(j, "added_tokens[0].id = 4000000000 is not a valid token id");
   j["added_tokens"] = nlohmann::json::array({{{"id", -1}, {"content", "<s>"}}});
-  expect_error(j, "added_tokens[0].id = -1 is not a valid token id");
+  expect_tokenizer_error(j, "added_tokens[0].id = -1 is not a valid token id");
   j["added_tokens"] = nlohmann::json::array({{{"id", 1}, {"content", "<s>"}}});
-  expect_error(j, "token id 1 is given to two tokens: 'b' (model.vocab['b']) and '<s>' (added_tokens[0])");
+  expect_tokenizer_error(j, "token id 1 is given to two tokens: 'b' (model.vocab['b']) and '<s>' (added_tokens[0])");
   j["added_tokens"] = nlohmann::json::array({{{"id", 3}, {"content", "<s>"}}, {{"id", 3}, {"content", "</s>"}}});
-  expect_error(j, "token id 3 is given to two tokens: '<s>' (added_tokens[0]) and '</s>' (added_tokens[1])");
+  expect_tokenizer_error(j, "token id 3 is given to two tokens: '<s>' (added_tokens[0]) and '</s>' (added_tokens[1])");
   j["added_tokens"] = nlohmann::json::array({{{"id", 3}, {"content", ""}}});
-  expect_error(j, "added_tokens[0] has empty content");
+  expect_tokenizer_error(j, "added_tokens[0] has empty content");
   // An added token repeating its vocab entry, or naming a vocab text (it takes the vocab's
   // id, as in tokenizers), is fine.
   j["added_tokens"] = nlohmann::json::array({{{"id", 2}, {"content", "ab"}}, {{"id", 7}, {"content", "a"}},
@@ -137,9 +137,9 @@ TEST(MalformedTokenizerJson, PostProcessorBosMustBeAToken) {
                          {"single", nlohmann::json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
                                                            {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
                          {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {4000000000}}, {"tokens", {"<s>"}}}}}}};
-  expect_error(j, "post_processor's BOS id = 4000000000 is not a valid token id");
+  expect_tokenizer_error(j, "post_processor's BOS id = 4000000000 is not a valid token id");
   j["post_processor"]["special_tokens"]["<s>"]["ids"] = {9};
-  expect_error(j, "post_processor's BOS id 9 is not a token of the vocab");
+  expect_tokenizer_error(j, "post_processor's BOS id 9 is not a token of the vocab");
   j["post_processor"]["special_tokens"]["<s>"]["ids"] = {1};
   TempDir dir;
   const auto tok = load_json_tokenizer(dir, j);
@@ -151,11 +151,11 @@ TEST(MalformedTokenizerJson, PostProcessorBosMustBeAToken) {
 TEST(MalformedTokenizerJson, MergesMissingIsRefused) {
   auto j = minimal();
   j["model"].erase("merges");
-  expect_error(j, "model.merges is missing");
+  expect_tokenizer_error(j, "model.merges is missing");
   j["model"]["merges"] = nullptr;
-  expect_error(j, "model.merges is missing");
+  expect_tokenizer_error(j, "model.merges is missing");
   j["model"]["merges"] = {{"a", "b"}};
-  expect_error(j, "model.merges is not a list");
+  expect_tokenizer_error(j, "model.merges is not a list");
   j["model"]["merges"] = nlohmann::json::array();  // present but empty: taken as written
   TempDir dir;
   EXPECT_EQ(load_json_tokenizer(dir, j)->encode("ab"), (std::vector<int32_t>{0, 1}));
@@ -190,23 +190,23 @@ TEST(MalformedTokenizerJson, ConfigBosEosMustBeTokens) {
 TEST(MalformedTokenizerJson, Pipeline) {
   auto j = minimal();
   j["normalizer"] = {{"type", "Lowercase"}};
-  expect_error(j, "unsupported normalizer type 'Lowercase'");
+  expect_tokenizer_error(j, "unsupported normalizer type 'Lowercase'");
   j = minimal();
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}},
                         {"behavior", "Isolated"}, {"invert", false}};
-  expect_error(j, "invalid regex '(unclosed'");
+  expect_tokenizer_error(j, "invalid regex '(unclosed'");
   j["pre_tokenizer"]["pattern"] = {{"Regex", "a"}};
   j["pre_tokenizer"]["behavior"] = "Sideways";
-  expect_error(j, "unknown Split behavior \"Sideways\"");
+  expect_tokenizer_error(j, "unknown Split behavior \"Sideways\"");
   j["pre_tokenizer"] = {{"type", "Metaspace"}};
-  expect_error(j, "unsupported pre_tokenizer type 'Metaspace'");
+  expect_tokenizer_error(j, "unsupported pre_tokenizer type 'Metaspace'");
   j["pre_tokenizer"] = {{"kind", "ByteLevel"}};
-  expect_error(j, "pre_tokenizer without a type");
+  expect_tokenizer_error(j, "pre_tokenizer without a type");
   j = minimal();
   j["added_tokens"] = nlohmann::json::array({{{"content", "<s>"}}});
-  expect_error(j, "added token without an integer id");
+  expect_tokenizer_error(j, "added token without an integer id");
   j["added_tokens"] = nlohmann::json::object({{"id", 3}});
-  expect_error(j, "added_tokens is not a list");
+  expect_tokenizer_error(j, "added_tokens is not a list");
 }
 
 TEST(MalformedTokenizerJson, MissingFile) {

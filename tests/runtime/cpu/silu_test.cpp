@@ -13,7 +13,7 @@
 namespace fsq {
 namespace {
 
-constexpr float kGuard = 12345.0f;  // past the outputs; the kernel must leave it
+constexpr float kSiluGuard = 12345.0f;  // past the outputs; the kernel must leave it
 
 // Gates ~ N(0, 4) (SmolLM2's gate outputs reach |g| ~ 35), with the edges of the
 // exponential planted: zero, signed zero, tiny, the clamps at -87 and -104, overflow range.
@@ -38,9 +38,9 @@ TEST(SiluMul, EveryIsaMatchesTheSpecWithinItsBound) {
     for (cpu::CpuIsa isa : test::supported_isas()) {
       SCOPED_TRACE(std::string(cpu::cpu_isa_name(isa)) + " n=" + std::to_string(n));
       std::vector<float> got = g;
-      got.push_back(kGuard);
+      got.push_back(kSiluGuard);
       cpu::silu_mul(got.data(), up.data(), n, isa);
-      EXPECT_EQ(got.back(), kGuard);
+      EXPECT_EQ(got.back(), kSiluGuard);
       for (int64_t i = 0; i < n; ++i) {
         const auto k = static_cast<size_t>(i);
         ASSERT_TRUE(std::isfinite(got[k])) << "gate " << g[k];

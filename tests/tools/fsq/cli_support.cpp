@@ -88,6 +88,14 @@ std::string staging_paths_below(const fs::path& dir) {
   return found;
 }
 
+int saved_layer_files(const fs::path& partial) {
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(partial, ec))
+    n += e.path().filename().string().rfind("layer_", 0) == 0 && e.path().extension() == ".safetensors";
+  return n;
+}
+
 void copy_model_side_files(const fs::path& dir) {
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.model",
                         "tokenizer_config.json", "special_tokens_map.json"}) {

@@ -36,6 +36,10 @@ std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds limit);
 bool catches_interrupts(pid_t pid);
 // Every path below `dir` whose name holds ".tmp" (staging left behind), one per line.
 std::string staging_paths_below(const std::filesystem::path& dir);
+// Decoder layers of stories260K, and the per-layer files (layer_*.safetensors) an
+// interrupted quantize has saved in its `partial` folder so far.
+inline constexpr int kStoriesLayers = 5;
+int saved_layer_files(const std::filesystem::path& partial);
 
 using testing::make_temp_dir;
 using testing::stories260k_dir;

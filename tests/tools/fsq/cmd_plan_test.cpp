@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 using testing::read_file;
 using testing::write_file;
 
-void expect_one_line_error(const RunResult& r, const std::string& mentions) {
+void expect_plan_error(const RunResult& r, const std::string& mentions) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
@@ -69,16 +69,16 @@ TEST(CliPlan, ModelFolderOnOneGpuWithTargetBits) {
 TEST(CliPlan, ImpossibleRequestsGetOneLine) {
   fs::path dir = make_temp_dir("fsq-cli-plan-errors");
   write_file(dir / "bad.json", R"({"devices": [{"type": "T4-16G"}, {"type": "Z9000"}]})");
-  expect_one_line_error(run_fsq({"plan", "--preset", "opt-13b", "--cluster", (dir / "bad.json").string()}),
+  expect_plan_error(run_fsq({"plan", "--preset", "opt-13b", "--cluster", (dir / "bad.json").string()}),
                         (dir / "bad.json").string() + ": devices[1]: unknown GPU type 'Z9000'");
-  expect_one_line_error(run_fsq({"plan", "--preset", "opt-66b", "--gpu", "T4-16G", "--out", (dir / "p.json").string()}),
+  expect_plan_error(run_fsq({"plan", "--preset", "opt-66b", "--gpu", "T4-16G", "--out", (dir / "p.json").string()}),
                         "GiB missing");
   EXPECT_FALSE(fs::exists(dir / "p.json"));
-  expect_one_line_error(run_fsq({"plan", "--preset", "opt-13b", "--gpu", "A10", "--model", dir.string()}),
+  expect_plan_error(run_fsq({"plan", "--preset", "opt-13b", "--gpu", "A10", "--model", dir.string()}),
                         "--model DIR or --preset NAME");
-  expect_one_line_error(run_fsq({"plan", "--preset", "opt-13b", "--gpu", "A10", "--per-linear"}),
+  expect_plan_error(run_fsq({"plan", "--preset", "opt-13b", "--gpu", "A10", "--per-linear"}),
                         "--per-linear: cluster plans place whole layers");
-  expect_one_line_error(run_fsq({"plan", "--model", dir.string(), "--target-bits", "4", "--per-linear"}),
+  expect_plan_error(run_fsq({"plan", "--model", dir.string(), "--target-bits", "4", "--per-linear"}),
                         "--per-linear: needs the variance indicator: give --calib FILE");
   fs::remove_all(dir);
 }

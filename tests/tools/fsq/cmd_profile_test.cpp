@@ -10,7 +10,7 @@ namespace fsq::clitest {
 namespace {
 namespace fs = std::filesystem;
 
-void expect_one_line_error(const RunResult& r, const std::string& mentions) {
+void expect_profile_error(const RunResult& r, const std::string& mentions) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
@@ -59,21 +59,21 @@ TEST_F(CliProfileStories260k, WritesAFittedProfileThatPlanUsesForTheCpu) {
   EXPECT_EQ(p["cost_model"]["profiles"][0]["device"], "cpu");
   EXPECT_GT(p["plan"]["throughput_tokens_s"].get<double>(), 0.0);
 
-  expect_one_line_error(run_fsq({"plan", "--model", stories260k_dir().string(), "--gpu", "cpu", "--profile", out.string(),
+  expect_profile_error(run_fsq({"plan", "--model", stories260k_dir().string(), "--gpu", "cpu", "--profile", out.string(),
                                  "--bits", "3,4"}),
                         "no 3-bit layers in this profile");
-  expect_one_line_error(run_fsq({"plan", "--model", stories260k_dir().string(), "--gpu", "T4-16G", "--profile", out.string(),
+  expect_profile_error(run_fsq({"plan", "--model", stories260k_dir().string(), "--gpu", "T4-16G", "--profile", out.string(),
                                  "--bits", "4,16"}),
                         "which the cluster does not have");
-  expect_one_line_error(run_fsq({"plan", "--preset", "llama-2-7b", "--gpu", "cpu", "--profile", out.string(), "--bits", "4,16"}),
+  expect_profile_error(run_fsq({"plan", "--preset", "llama-2-7b", "--gpu", "cpu", "--profile", out.string(), "--bits", "4,16"}),
                         "run fsq profile on this model");
 }
 
 TEST_F(CliProfileStories260k, WhatCannotBeProfiledGetsOneErrorLine) {
   const fs::path out = dir_ / "x.json";
-  expect_one_line_error(profile({"--device", "cuda", "--out", out.string()}), "CUDA runtime cannot run a whole model yet");
-  expect_one_line_error(profile({"--widths", "5", "--out", out.string()}), "expected 3, 4, 8 or 16");
-  expect_one_line_error(profile({"--decode-contexts", "600", "--out", out.string()}), "exceeds the model's 512 positions");
+  expect_profile_error(profile({"--device", "cuda", "--out", out.string()}), "CUDA runtime cannot run a whole model yet");
+  expect_profile_error(profile({"--widths", "5", "--out", out.string()}), "expected 3, 4, 8 or 16");
+  expect_profile_error(profile({"--decode-contexts", "600", "--out", out.string()}), "exceeds the model's 512 positions");
   EXPECT_FALSE(fs::exists(out));
 }
 

@@ -16,16 +16,7 @@ namespace fsq::clitest {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr int kStoriesLayers = 5;
 constexpr auto kLimit = std::chrono::minutes(5);
-
-int layer_files(const fs::path& partial) {
-  std::error_code ec;
-  int n = 0;
-  for (const auto& e : fs::directory_iterator(partial, ec))
-    n += e.path().filename().string().rfind("layer_", 0) == 0 && e.path().extension() == ".safetensors";
-  return n;
-}
 
 class CliQuantizeInterrupt : public ::testing::Test {
  protected:
@@ -54,7 +45,7 @@ class CliQuantizeInterrupt : public ::testing::Test {
     const pid_t pid = spawn_fsq(args(out), dir_ / (name + ".stdout"), err);
     ASSERT_GT(pid, 0);
     const auto start = std::chrono::steady_clock::now();
-    while (layer_files(partial) < 1 && std::chrono::steady_clock::now() - start < kLimit)
+    while (saved_layer_files(partial) < 1 && std::chrono::steady_clock::now() - start < kLimit)
       ASSERT_FALSE(wait_for_exit(pid, std::chrono::milliseconds(5))) << "fsq quantize ended before a layer was saved";
     kill(pid, sig);
     const std::optional<int> status = wait_for_exit(pid, kLimit);
@@ -64,7 +55,7 @@ class CliQuantizeInterrupt : public ::testing::Test {
     EXPECT_EQ(testing::read_file(err), "fsq: interrupted; rerun the same command to resume\n");
     EXPECT_FALSE(fs::exists(out));
     EXPECT_EQ(staging_paths_below(dir_), "");
-    const int saved = layer_files(partial);
+    const int saved = saved_layer_files(partial);
     EXPECT_GE(saved, 1);
     EXPECT_LT(saved, kStoriesLayers);
 

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 // catches a broken integer path (a wrong scale gives KL > 1).
 constexpr double kMaxIntonlyKl = 0.05;
 constexpr double kMaxKlFactorVsSmoothQuantStatic = 1.5;
-constexpr int64_t kStories260kLinears = 5 * 7;  // 5 layers x q, k, v, o, gate, up, down
+constexpr int64_t kIntonlyStoriesLinears = 5 * 7;  // 5 layers x q, k, v, o, gate, up, down
 
 class CliQuantizeIntonly : public Stories260kQuantizeSuite {};
 
@@ -56,7 +56,7 @@ TEST_F(CliQuantizeIntonly, RunsInIntegersAndStaysCloseToFp) {
   EXPECT_EQ(floats[1], "final norm");
   EXPECT_EQ(floats[2], "lm_head");
   EXPECT_EQ(model["matmuls"].value("w8a8static intonly, integer-only: int8 matmul, int32 requantized", int64_t{0}),
-            kStories260kLinears)
+            kIntonlyStoriesLinears)
       << model["matmuls"];
   // The SmoothQuant checkpoint runs on the float path and says nothing of integer ops.
   EXPECT_FALSE(read_json(sq.string() + ".eval.json")["model"].contains("integer_only"));

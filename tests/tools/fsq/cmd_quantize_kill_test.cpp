@@ -27,7 +27,6 @@ namespace fsq::clitest {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr int kStoriesLayers = 5;
 constexpr auto kPoll = std::chrono::milliseconds(5);
 constexpr auto kGiveUp = std::chrono::minutes(10);
 
@@ -35,14 +34,6 @@ std::vector<std::string> quantize_args(const fs::path& dir, const fs::path& out)
   return {"quantize", "--model", stories260k_dir().string(), "--method", "awq", "--bits", "4", "--group-size", "32",
           "--calib-data", (dir / "calib.txt").string(), "--samples", "64", "--seq-len", "256", "--threads", "1",
           "--progress", "off", "--out", out.string(), "--json", (out.string() + ".json")};
-}
-
-int layer_files(const fs::path& partial) {
-  std::error_code ec;
-  int n = 0;
-  for (const auto& e : fs::directory_iterator(partial, ec))
-    n += e.path().filename().string().rfind("layer_", 0) == 0 && e.path().extension() == ".safetensors";
-  return n;
 }
 
 // Starts fsq with `args` (output discarded) and SIGKILLs it once `partial` holds
@@ -65,7 +56,7 @@ bool run_and_kill(const std::vector<std::string>& args, const fs::path& partial,
   int status = 0;
   while (std::chrono::steady_clock::now() - start < kGiveUp) {
     if (waitpid(pid, &status, WNOHANG) == pid) return false;  // finished before the kill
-    if (layer_files(partial) >= kill_after) break;
+    if (saved_layer_files(partial) >= kill_after) break;
     std::this_thread::sleep_for(kPoll);
   }
   kill(pid, SIGKILL);
@@ -113,7 +104,7 @@ TEST(CliQuantizeKill, SigkillThenRerunResumesAndWritesTheSameBytes) {
   ASSERT_TRUE(run_and_kill(quantize_args(dir, killed), partial, kill_after))
       << "fsq quantize finished before " << kill_after << " layers were saved";
   EXPECT_FALSE(fs::exists(killed)) << "a killed run left its output folder";
-  const int saved = layer_files(partial);
+  const int saved = saved_layer_files(partial);
   EXPECT_GE(saved, kill_after);
   EXPECT_LT(saved, kStoriesLayers);
 

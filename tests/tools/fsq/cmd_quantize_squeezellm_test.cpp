@@ -16,12 +16,12 @@ namespace fsq::clitest {
 namespace {
 namespace fs = std::filesystem;
 
-constexpr size_t kCalibBytes = 200'000;
+constexpr size_t kSqCalibBytes = 200'000;
 // At 3 bits each ingredient must lower the KL at least this much (measured 2026-11-25:
 // unweighted/RTN g32 0.65, Fisher dense/unweighted 0.93, sparse/dense 0.99: with 64-wide rows
 // the 0.45 % sparse part is a handful of values per matrix, so only its direction is asserted).
 constexpr double kUnweightedOverRtn = 0.8, kDenseOverUnweighted = 0.97, kSparseOverDense = 1.0;
-constexpr double kRegressionSlack = 1.25;  // recorded value x this fails the test
+constexpr double kSqRegressionSlack = 1.25;  // recorded value x this fails the test
 // GPTQ's codes against the nearest ones, same tables (measured 2026-11-27: 0.77 at 3 bits,
 // 0.85 at 4; on SmolLM2 0.38 and 0.41).
 constexpr double kGptqOverNearest = 0.93;
@@ -34,7 +34,7 @@ class CliQuantizeSqueezeLlm : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!fs::exists(tinystories_val())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
     dir_ = make_temp_dir("fsq-cli-squeezellm");
-    testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kCalibBytes));
+    testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kSqCalibBytes));
     RunResult r = run_fsq({"calibrate", "--model", stories260k_dir().string(), "--data", calib_text().string(),
                            "--fisher", "--samples", "32", "--seq-len", "256", "--out", fisher_file().string(),
                            "--threads", "1", "--progress", "off"});
@@ -84,10 +84,10 @@ TEST_F(CliQuantizeSqueezeLlm, FisherAndSparsePartEachLowerTheKlAtThreeBits) {
   EXPECT_LT(sparse.kl, kSparseOverDense * dense.kl);
   EXPECT_LT(sparse.ppl, rtn.ppl);
   EXPECT_GT(sparse.top1, rtn.top1);
-  EXPECT_LE(rtn.kl, kRegressionSlack * kRecordedRtn3);
-  EXPECT_LE(plain.kl, kRegressionSlack * kRecordedUnweighted3);
-  EXPECT_LE(dense.kl, kRegressionSlack * kRecordedDense3);
-  EXPECT_LE(sparse.kl, kRegressionSlack * kRecordedSparse3);
+  EXPECT_LE(rtn.kl, kSqRegressionSlack * kRecordedRtn3);
+  EXPECT_LE(plain.kl, kSqRegressionSlack * kRecordedUnweighted3);
+  EXPECT_LE(dense.kl, kSqRegressionSlack * kRecordedDense3);
+  EXPECT_LE(sparse.kl, kSqRegressionSlack * kRecordedSparse3);
 }
 
 TEST_F(CliQuantizeSqueezeLlm, FourBitsBeatsThreeBits) {
@@ -101,7 +101,7 @@ TEST_F(CliQuantizeSqueezeLlm, FourBitsBeatsThreeBits) {
   EXPECT_EQ(report["model"]["matmuls"].value("lut4 squeezellm + sparse part", int64_t{0}), 5 * 7)
       << report["model"]["matmuls"];
   EXPECT_LT(four.kl, three.kl);
-  EXPECT_LE(four.kl, kRegressionSlack * kRecordedSparse4);
+  EXPECT_LE(four.kl, kSqRegressionSlack * kRecordedSparse4);
   EXPECT_GT(four.top1, three.top1);
 }
 
