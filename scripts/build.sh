@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds fsq (Release, Ninja) into $FSQ_BUILD_DIR (default: build/).
 # Usage: scripts/build.sh [extra cmake -D options...]
+#   FSQ_UNITY_BUILD=0|1   unity build off/on (default: on for a new build folder)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FSQ_BUILD_DIR:-$root/build}"
@@ -11,8 +12,20 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
-if [ ! -f "$build/build.ninja" ] || [ "$#" -gt 0 ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@"
+# A unity build (each target's sources compiled in batches of 8) halves a cold build: the
+# headers every file includes (gtest, nlohmann/json, CLI11, the standard library) are parsed
+# once per batch (fsq_formats' compile time 210 s -> 66 s, the fsq commands' 222 s -> 78 s, 2
+# cores). It is the default for a new build folder (a fresh machine, CI); FSQ_UNITY_BUILD=0
+# turns it off, and a folder configured before keeps its setting, since a one-file edit
+# recompiles its whole batch.
+unity=()
+if [ -n "${FSQ_UNITY_BUILD:-}" ]; then
+  case "$FSQ_UNITY_BUILD" in 0 | OFF | off | false) unity=(-DCMAKE_UNITY_BUILD=OFF) ;; *) unity=(-DCMAKE_UNITY_BUILD=ON) ;; esac
+elif [ ! -f "$build/build.ninja" ]; then
+  unity=(-DCMAKE_UNITY_BUILD=ON)
+fi
+if [ ! -f "$build/build.ninja" ] || [ "$#" -gt 0 ] || [ "${#unity[@]}" -gt 0 ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${unity[@]}" "$@"
 fi
 cmake --build "$build" -j "$jobs"
 echo "build: fsq is at $build/tools/fsq/fsq"

@@ -6,6 +6,8 @@
 #
 #   scripts/llama-cpp.sh            builds once (~5-10 min on 2 cores), then prints at once
 #   scripts/llama-cpp.sh --if-cached prints the folder when already built, else exits 1
+#   scripts/llama-cpp.sh --fetch-only downloads the source distribution into the cache and
+#                                     exits (scripts/test.sh runs it beside fsq's build)
 #   "$(scripts/llama-cpp.sh | tail -n 1)/llama-bench" -m model.gguf
 #
 # The last line printed is the folder holding the binaries. The cache key is the pinned
@@ -24,6 +26,23 @@ cpu_key="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | sort | sha256sum | cu
 prefix="$cache_root/$version-$(uname -m)-$cpu_key"
 bin="$prefix/bin"
 
+sdist_cache="$cache_root/llama_cpp_python-$version.tar.gz"
+# The source distribution, downloaded once into the cache (atomically: a partial download
+# never looks complete).
+fetch_sdist() {
+  [[ -f $sdist_cache ]] && return 0
+  mkdir -p "$cache_root"
+  local dl
+  dl="$(mktemp -d "$cache_root/download-XXXXXX")"
+  echo "llama-cpp: downloading the llama-cpp-python $version source distribution" >&2
+  if ! python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$dl" >&2; then
+    rm -rf "$dl"
+    return 1
+  fi
+  mv "$dl"/llama_cpp_python-*.tar.gz "$sdist_cache"
+  rm -rf "$dl"
+}
+
 complete() {
   for t in "${targets[@]}"; do [[ -x "$bin/$t" ]] || return 1; done
 }
@@ -32,6 +51,10 @@ if complete; then
   exit 0
 fi
 [[ ${1:-} != --if-cached ]] || exit 1
+if [[ ${1:-} == --fetch-only ]]; then
+  fetch_sdist
+  exit
+fi
 
 for tool in cmake g++ python3; do
   command -v "$tool" >/dev/null || { echo "llama-cpp: $tool is missing; run scripts/setup.sh first" >&2; exit 1; }
@@ -40,10 +63,8 @@ mkdir -p "$cache_root"
 work="$(mktemp -d "$cache_root/build-XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-echo "llama-cpp: downloading the llama-cpp-python $version source distribution" >&2
-python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$work" >&2
-sdist="$(ls "$work"/llama_cpp_python-*.tar.gz)"
-tar -xzf "$sdist" -C "$work" "llama_cpp_python-$version/vendor/llama.cpp"
+fetch_sdist
+tar -xzf "$sdist_cache" -C "$work" "llama_cpp_python-$version/vendor/llama.cpp"
 src="$work/llama_cpp_python-$version/vendor/llama.cpp"
 
 echo "llama-cpp: building ${targets[*]} with $jobs jobs" >&2

@@ -32,6 +32,13 @@ fi
   missing "$shared/models/stories260K is absent (the shared fixtures must sit beside the clone)"
 
 "$root/scripts/setup.sh"
+# llama.cpp's source download (PyPI, ~80 s under CI) runs beside fsq's build; its build waits.
+llama_fetch_pid=""
+if $in_ci || [ "${FSQ_LLAMA_CPP:-0}" = "1" ]; then
+  llama_fetch_log="$(mktemp)"
+  "$root/scripts/llama-cpp.sh" --fetch-only >/dev/null 2>"$llama_fetch_log" &
+  llama_fetch_pid=$!
+fi
 # Under CI the CUDA kernels compile for one architecture, sm_90 (the lent H100/H200): CI has no
 # GPU, and the other three of the default list (cmake/cuda.cmake) repeat the same compile with
 # another target (the CUDA files took 393 s of compiler CPU with four, 127 s with sm_90 alone,
@@ -54,6 +61,9 @@ fi
 # scripts/rpc-loopback.sh): built under CI (or with FSQ_LLAMA_CPP=1, ~6 min on 2 cores, then
 # cached); elsewhere a cached build is used when there is one, else those tests skip.
 if $in_ci || [ "${FSQ_LLAMA_CPP:-0}" = "1" ]; then
+  # A failed download is retried (and reported) by the build below.
+  wait "$llama_fetch_pid" || echo "test: llama.cpp's source download failed ($(tail -n 1 "$llama_fetch_log")); retrying"
+  rm -f "$llama_fetch_log"
   FSQ_LLAMA_CPP_BIN="$("$root/scripts/llama-cpp.sh" | tail -n 1)" ||
     missing "llama.cpp's tools could not be built (scripts/llama-cpp.sh failed)"
 elif FSQ_LLAMA_CPP_BIN="$("$root/scripts/llama-cpp.sh" --if-cached)"; then
