@@ -29,7 +29,6 @@ using json = nlohmann::json;
 // Same cap as the reference Rust implementation: real headers are a few hundred KB.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
-
 // Flattens a library message (nlohmann quotes the raw input it read) onto one line.
 std::string one_line_text(std::string_view s) {
   std::string q = quote_name(s);

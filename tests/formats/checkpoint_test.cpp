@@ -1,7 +1,6 @@
 // Checkpoint directories (single file and sharded) and config.json parsing.
 #include <gtest/gtest.h>
 
-
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"

@@ -10,7 +10,6 @@
 namespace fsq::cpu {
 namespace {
 
-
 DenseRowsFn dense_rows_for(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx512: return dense_rows_avx512;

@@ -18,8 +18,8 @@
 // (never -128) on both sides, which keeps pairwise products of u8/s8 instructions exact.
 #pragma once
 
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/cpu/uniform_kernels.h"  // KernelStatus, CpuIsa

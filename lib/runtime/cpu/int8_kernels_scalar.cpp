@@ -16,7 +16,6 @@ constexpr float kCodeMax = 127.0f;
 // The clamp first (fmax drops a NaN product), then round half to even.
 int8_t code_of(float v) { return static_cast<int8_t>(std::nearbyint(std::fmin(std::fmax(v, -kCodeMax), kCodeMax))); }
 
-
 // acc[i, n] for one output, accumulated modulo 2^32 like the SIMD variants (exact whenever
 // the true sum fits int32, i.e. cols < 2^31 / 127^2).
 int32_t dot(const int8_t* a, const int8_t* b, int64_t cols) {

@@ -57,7 +57,6 @@ bool prepared_ok(const Int8PreparedView& w) {
   return w.data != nullptr && w.scales != nullptr && w.rows > 0 && w.cols > 0;
 }
 
-
 bool linear_args_ok(const Int8PreparedView& w, const float* x, int64_t m, int64_t x_stride, ActQuant mode,
                     float static_scale, const float* y, int64_t y_stride) {
   return prepared_ok(w) && x != nullptr && y != nullptr && m > 0 && x_stride >= w.cols && y_stride >= w.rows &&

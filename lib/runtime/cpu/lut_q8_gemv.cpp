@@ -25,7 +25,6 @@ constexpr int kTableBias = 128;
 // at SmolLM2's ~2.6 it took sparse decode batch 8 from 278-289 to 338-340 tok/s.
 constexpr int64_t kStreamMaxNonzerosPerRow = 8;
 
-
 // The q8 panel's view of a LUT matrix, one group per row: 4-bit codes and the 3-bit bit
 // planes (prepare_lut_q8_codes3) are read as the uniform 4-bit chunks (even, then odd
 // columns), packed 3-bit codes in column order as 8-bit chunks.

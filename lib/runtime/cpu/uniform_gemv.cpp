@@ -10,7 +10,6 @@
 namespace fsq::cpu {
 namespace {
 
-
 GemvRowsFn gemv_rows_for(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx512: return gemv_rows_avx512;

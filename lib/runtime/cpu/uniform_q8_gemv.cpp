@@ -17,8 +17,6 @@
 namespace fsq::cpu {
 namespace {
 
-
-
 // Groups must be whole activation blocks, and a kernel chunk must lie in one group or
 // cover whole groups.
 bool q8_layout_supported(const UniformWeightsView& w) {
