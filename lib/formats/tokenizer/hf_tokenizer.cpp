@@ -58,7 +58,8 @@ const nlohmann::json* template_bos(const nlohmann::json& p) {
   if (!single.is_array() || single.empty() || !single[0].contains("SpecialToken")) return nullptr;
   const auto& name = tokenizer_member(single[0]["SpecialToken"], "id");
   if (!name.is_string()) return nullptr;
-  const auto& ids = tokenizer_member(tokenizer_member(tokenizer_member(p, "special_tokens"), name.get<std::string>().c_str()), "ids");
+  const auto& special = tokenizer_member(tokenizer_member(p, "special_tokens"), name.get<std::string>().c_str());
+  const auto& ids = tokenizer_member(special, "ids");
   return ids.is_array() && !ids.empty() && ids[0].is_number_integer() ? &ids[0] : nullptr;
 }
 
