@@ -6,7 +6,7 @@
 # (two calls back to back each iteration), which this VM's drifts move least; the unpaired
 # columns are printed beside them. Builds the benchmark into $FSQ_BUILD_DIR (default build/).
 #
-# The weight copies and the read buffer total the benchmark's default, twice the L3 reported
+# The weight copies and the read buffer each take the benchmark's default, twice the L3 reported
 # (at least 256 MiB), so neither is served from cache; FSQ_BENCH_MEM_MIB overrides it.
 #
 #   scripts/bench-lut-targets.sh
