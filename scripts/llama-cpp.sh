@@ -13,6 +13,10 @@
 # The last line printed is the folder holding the binaries. The cache key is the pinned
 # llama-cpp-python version and this CPU's instruction-set flags (the build is -march=native,
 # as a user would build it for speed): another kind of CPU builds its own copy.
+# AMX is left out (-mno-amx-*, "noamx" in the key): on a 2-core Intel Xeon VM with AMX,
+# ggml's AMX matmul segfaulted on every quantized SmolLM2 file tried (Q4_0, Q8_0, Q4_K_M,
+# fsq's and llama.cpp's own; llama.cpp issue 20824, closed without a fix). Its AVX-512 VNNI
+# kernels still run there; on CPUs without AMX the build is unchanged.
 #   FSQ_LLAMA_CPP_PYTHON_VERSION  (default 0.3.36)   FSQ_CACHE_DIR (default ~/.cache/fsq)
 #   FSQ_JOBS (default nproc)
 set -euo pipefail
@@ -23,7 +27,7 @@ jobs="${FSQ_JOBS:-$(nproc)}"
 targets=(llama-perplexity llama-quantize llama-imatrix llama-bench llama-completion ggml-rpc-server)
 
 cpu_key="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | sort | sha256sum | cut -c1-12)"
-prefix="$cache_root/$version-$(uname -m)-$cpu_key"
+prefix="$cache_root/$version-$(uname -m)-$cpu_key-noamx"
 bin="$prefix/bin"
 
 sdist_cache="$cache_root/llama_cpp_python-$version.tar.gz"
@@ -68,7 +72,9 @@ tar -xzf "$sdist_cache" -C "$work" "llama_cpp_python-$version/vendor/llama.cpp"
 src="$work/llama_cpp_python-$version/vendor/llama.cpp"
 
 echo "llama-cpp: building ${targets[*]} with $jobs jobs" >&2
+no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"   # explicit, so -march=native keeps them off
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_RPC=ON \
+  -DCMAKE_C_FLAGS="$no_amx" -DCMAKE_CXX_FLAGS="$no_amx" \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=OFF >"$work/configure.log" 2>&1 ||
   { tail -n 30 "$work/configure.log" >&2; exit 1; }
 cmake --build "$work/build" -j "$jobs" --target "${targets[@]}" >"$work/build.log" 2>&1 ||
