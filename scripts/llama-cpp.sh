@@ -72,7 +72,10 @@ tar -xzf "$sdist_cache" -C "$work" "llama_cpp_python-$version/vendor/llama.cpp"
 src="$work/llama_cpp_python-$version/vendor/llama.cpp"
 
 echo "llama-cpp: building ${targets[*]} with $jobs jobs" >&2
-no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"   # explicit, so -march=native keeps them off
+# Explicit -mno-amx-* flags, so -march=native keeps AMX off. Only where the compiler knows them
+# (x86-64, GCC >= 11): another compiler would reject them, and its -march=native has no AMX.
+no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+echo | g++ $no_amx -x c++ -E - >/dev/null 2>&1 || no_amx=""
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_RPC=ON \
   -DCMAKE_C_FLAGS="$no_amx" -DCMAKE_CXX_FLAGS="$no_amx" \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=OFF >"$work/configure.log" 2>&1 ||
