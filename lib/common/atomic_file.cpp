@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/output_path.h"
 #include "common/staging.h"
 
 namespace fsq {
@@ -25,10 +26,18 @@ void fsync_dir(const std::filesystem::path& dir) {
   ::close(fd);
 }
 
+// The rename would replace a device, FIFO or socket (or the link to one) with a regular file.
+void refuse_special(const std::filesystem::path& dest) {
+  const std::string special = special_file_kind(dest);
+  if (!special.empty())
+    throw Error(dest.string(), "is a " + special + ", not a regular file; fsq writes only regular files: give a new file path");
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(const std::filesystem::path& dest) : dest_(dest) {
   static std::atomic<unsigned> counter{0};
+  refuse_special(dest_);
   sweep_stale_staging(dest_, StagingKind::File);
   tmp_ = dest_;
   tmp_.replace_filename(staging_name(dest_.filename().string(), StagingKind::File, ::getpid(), counter++));
@@ -68,6 +77,7 @@ void AtomicFile::commit() {
     throw Error(dest_.string(), "close failed: " + errno_text());
   }
   fd_ = -1;
+  refuse_special(dest_);  // made since the constructor looked
   commit_staging(tmp_, [&] {
     if (::rename(tmp_.c_str(), dest_.c_str()) != 0) throw Error(dest_.string(), "rename failed: " + errno_text());
   });
@@ -101,6 +111,8 @@ fs::path folder_name(const fs::path& p) { return p.has_filename() ? p : p.parent
 void AtomicDir::check_destination(const fs::path& dest_arg) {
   const fs::path dest = folder_name(dest_arg);
   std::error_code ec;
+  if (const std::string special = special_file_kind(dest); !special.empty())
+    throw Error(dest.string(), "is a " + special + ", not a folder; choose a new output folder");
   if (fs::exists(dest, ec) && !(fs::is_directory(dest, ec) && fs::is_empty(dest, ec)))
     throw Error(dest.string(), "output folder exists and is not empty; choose a new one or remove it");
   if (!fs::is_directory(parent_folder_of(dest), ec)) throw Error(dest.string(), "parent folder does not exist");

@@ -14,7 +14,8 @@ class AtomicFile {
  public:
   // Creates "<dest>.tmp.<pid>.<n>" beside dest, first removing those that dead processes
   // left there (staging.h). Throws fsq::Error naming dest when the folder is missing or not
-  // writable.
+  // writable, or when dest is a device, FIFO or socket (or a link to one): renaming over it
+  // would replace the special file, so it is refused here and again in commit().
   explicit AtomicFile(const std::filesystem::path& dest);
   // Removes the temporary file unless commit() succeeded.
   ~AtomicFile();

@@ -26,6 +26,20 @@ bool is_within(const fs::path& inner, const fs::path& outer) {
 
 }  // namespace
 
+std::string special_file_kind(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);  // follows links: a link to a FIFO is a FIFO
+  if (ec) return "";
+  switch (st.type()) {
+    case fs::file_type::character: return "character device";
+    case fs::file_type::block: return "block device";
+    case fs::file_type::fifo: return "FIFO (named pipe)";
+    case fs::file_type::socket: return "socket";
+    case fs::file_type::unknown: return "special file";
+    default: return "";
+  }
+}
+
 void check_output_path(const OutputRequest& out, const std::vector<fs::path>& inputs) {
   const std::string where = out.option + " " + out.path.string();
   const fs::path target = resolved(out.path);
@@ -47,6 +61,12 @@ void check_output_path(const OutputRequest& out, const std::vector<fs::path>& in
       if (!fs::is_empty(out.path, ec)) throw Error(where, "exists and is not empty; choose a new folder or remove it");
     } else if (fs::is_directory(out.path, ec)) {
       throw Error(where, "is a folder; give a file path");
+    } else if (const std::string special = special_file_kind(out.path); !special.empty()) {
+      // Outputs appear by renaming a finished file over the path, which would turn the device
+      // or pipe into a regular file (/dev/null for the whole machine, run as root): refused,
+      // with or without --force.
+      throw Error(where, "is a " + special + ", not a regular file; fsq writes only regular files (--force "
+                         "never replaces anything else): give a new file path");
     } else if (!out.replace_existing) {
       throw Error(where, "already exists; pass --force to replace it");
     }
