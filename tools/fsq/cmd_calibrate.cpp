@@ -5,6 +5,7 @@
 #include "build_info.h"
 #include "calib/calibrate.h"
 #include "common/error.h"
+#include "common/output_lock.h"
 #include "options.h"
 #include "provenance.h"
 #include "runtime/torch_bridge.h"
@@ -21,7 +22,8 @@ struct CalibrateFlags {
 };
 
 int run_calibrate(const CalibrateFlags& f) {
-  check_output_file(f.out, "--out", {f.model, f.data}, f.force);
+  // One writer per output (common/output_lock.h), taken before any work.
+  const OutputLock lock = lock_output({f.out, "--out", OutputKind::File, f.force}, {f.model, f.data});
   check_output_file(f.json, "--json", {f.model, f.data, f.out}, f.force);
   CalibrateConfig cfg;
   cfg.model = f.model;

@@ -4,6 +4,7 @@
 
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/output_lock.h"
 #include "formats/checkpoint.h"
 #include "formats/gguf/gguf_model.h"
 #include "formats/gguf/gguf_reader.h"
@@ -29,7 +30,8 @@ int run_convert(const ConvertFlags& f) {
   else if (f.dtype != "bf16") throw Error("--dtype " + f.dtype, "unknown dtype; use bf16, f16 or f32");
 
   // Refuse a busy destination before minutes of dequantizing (write_hf_checkpoint checks too).
-  check_output_folder(f.out, "--out", {f.input});
+  // One writer per output (common/output_lock.h), held until the last file is in place.
+  const OutputLock lock = lock_output({f.out, "--out", OutputKind::Folder}, {f.input});
   auto gguf = GgufFile::open(f.input);
   GgufTokenizerFiles tok = gguf_tokenizer_files(*gguf);
   Checkpoint ckpt = Checkpoint::open(f.input);  // dequantized, HF names, Q/K un-permuted

@@ -9,6 +9,7 @@
 #include "calib/calib_file.h"
 #include "common/atomic_file.h"
 #include "common/error.h"
+#include "common/output_lock.h"
 #include "common/progress.h"
 #include "common/sha256.h"
 #include "formats/export/autoawq.h"
@@ -53,7 +54,8 @@ int run_autoawq(const ExportFlags& f) {
     throw Error("fsq export",
                 "--type, --calib, --pure and --plan belong to --format gguf; autoawq takes the checkpoint's own widths");
   // Refuse a busy destination before reading (and hashing) the whole checkpoint.
-  check_output_folder(f.out, "--out", {f.input});
+  // One writer per output (common/output_lock.h), taken before any work.
+  const OutputLock lock = lock_output({f.out, "--out", OutputKind::Folder}, {f.input});
   AtomicDir::check_destination(f.out);
   const PackedCheckpoint packed = PackedCheckpoint::open(f.input);
   export_autoawq(packed, f.out);
@@ -116,7 +118,7 @@ int run_compressed_tensors(const ExportFlags& f) {
                               "takes the checkpoint's own quant types (quantize with fsq quantize --plan for a mix)");
   if (!f.emit_launch.empty() && f.plan.empty())
     throw Error("--emit-launch", "needs --plan with pipeline stages (a plan made with --cluster or --gpu)");
-  check_output_folder(f.out, "--out", {f.input, f.plan});
+  const OutputLock lock = lock_output({f.out, "--out", OutputKind::Folder}, {f.input, f.plan});
   check_output_file(f.emit_launch, "--emit-launch", {f.input, f.plan, f.out}, f.force);
   AtomicDir::check_destination(f.out);
   const PlanFile plan = f.plan.empty() ? PlanFile{} : read_layer_plan(f.plan);
@@ -172,7 +174,7 @@ int run_gguf(const ExportFlags& f) {
   if (!f.plan.empty() && f.pure) throw Error("fsq export", "--pure and --plan both decide the types: give one");
   if (f.awq && f.calib.empty())
     throw Error("--awq", "searches its scales from calibration statistics: give --calib (fsq calibrate on " + f.input + ")");
-  check_output_file(f.out, "--out", {f.input, f.calib, f.plan}, f.force);
+  const OutputLock lock = lock_output({f.out, "--out", OutputKind::File, f.force}, {f.input, f.calib, f.plan});
   check_output_file(f.json, "--json", {f.input, f.calib, f.plan, f.out}, f.force);
   check_output_file(f.emit_launch, "--emit-launch", {f.input, f.calib, f.plan, f.out, f.json}, f.force);
   const PlanFile plan_file = f.plan.empty() ? PlanFile{} : read_layer_plan(f.plan);

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/json_file.h"
+#include "common/output_lock.h"
 #include "formats/quant/quant_types.h"
 #include "formats/quant/w8a8_quant.h"
 #include "interrupt.h"
@@ -70,7 +71,9 @@ PassOptions pass_options(const QuantizeFlags& f) {
 }
 
 int run_quantize_command(const QuantizeFlags& f) {
-  if (!f.dry_run) check_output_folder(f.out, "--out", {f.model, f.calib_data, f.calib_file});
+  // One writer per --out and its .partial (common/output_lock.h), taken before any work.
+  const OutputLock lock =
+      f.dry_run ? OutputLock() : lock_output({f.out, "--out", OutputKind::Folder}, {f.model, f.calib_data, f.calib_file});
   check_output_file(f.json, "--json", {f.model, f.calib_data, f.calib_file, f.out, f.plan}, f.force);
   QuantizeConfig cfg;
   cfg.model = f.model;
