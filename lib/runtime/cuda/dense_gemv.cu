@@ -51,21 +51,12 @@ std::string launch(const HalfWeightsView& w, const Act* x, int64_t m, int64_t x_
                    cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((w.rows + kWarpsPerBlock - 1) / kWarpsPerBlock));
   const auto* wh = reinterpret_cast<const __half*>(w.data);
-  for (int64_t i0 = 0; i0 < m;) {  // passes of 8 rows, then the smallest tier that holds the rest
-    const int tier = detail::batch_tier(m - i0);
-    const int valid = static_cast<int>(std::min<int64_t>(tier, m - i0));
-    const Act* xi = x + i0 * x_stride;
-    Act* yi = y + i0 * y_stride;
-    switch (tier) {
-      case 1: dense_gemv_kernel<Act, 1><<<grid, kWarpsPerBlock * 32, 0, stream>>>(wh, w.rows, w.cols, xi, x_stride, yi, y_stride, valid); break;
-      case 2: dense_gemv_kernel<Act, 2><<<grid, kWarpsPerBlock * 32, 0, stream>>>(wh, w.rows, w.cols, xi, x_stride, yi, y_stride, valid); break;
-      case 4: dense_gemv_kernel<Act, 4><<<grid, kWarpsPerBlock * 32, 0, stream>>>(wh, w.rows, w.cols, xi, x_stride, yi, y_stride, valid); break;
-      default: dense_gemv_kernel<Act, 8><<<grid, kWarpsPerBlock * 32, 0, stream>>>(wh, w.rows, w.cols, xi, x_stride, yi, y_stride, valid); break;
-    }
-    if (std::string e = detail::error_text(cudaGetLastError()); !e.empty()) return "dense_gemv_f16: " + e;
-    i0 += valid;
-  }
-  return "";
+  // Passes of 8 rows, then the smallest tier that holds the rest.
+  const std::string e = detail::for_each_batch_tier(m, [&](auto tier, int64_t i0, int valid) {
+    dense_gemv_kernel<Act, decltype(tier)::value><<<grid, kWarpsPerBlock * 32, 0, stream>>>(
+        wh, w.rows, w.cols, x + i0 * x_stride, x_stride, y + i0 * y_stride, y_stride, valid);
+  });
+  return e.empty() ? e : "dense_gemv_f16: " + e;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Device helpers shared by the quantized GEMV kernels: activation loads, the decoding of
-// packed codes into exact floats, warp sums. CUDA translation units only.
+// packed codes into exact floats, warp sums, the row-per-warp kernels' tile constants,
+// epilogue and batch-tier launch loop. CUDA translation units only.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -8,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace fsq::cuda::detail {
 
@@ -120,6 +122,51 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 __device__ __forceinline__ float f16_bits_to_float(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 
+// Activations x[k0 .. k0+8) of batch rows 0 .. MB-1 (row stride x_stride) as floats; rows
+// from mvalid on (a tier's unused rows) are zeros.
+template <class Act, int MB>
+__device__ __forceinline__ void load_x8_rows(const Act* x, int64_t x_stride, int64_t k0, int mvalid,
+                                             float (&xf)[MB][8]) {
+#pragma unroll
+  for (int b = 0; b < MB; ++b) {
+    if (b < mvalid) {
+      load_x8(x + b * x_stride, k0, xf[b]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) xf[b][j] = 0.f;
+    }
+  }
+}
+
+// The row-per-warp GEMVs' inner loop over chunk c (kCodesPerChunk codes from column
+// c * kCodesPerChunk): for each 8 codes s, body(s, xf) with xf the matching 8 activations of
+// every batch row (load_x8_rows).
+template <class Act, int MB, class Body>
+__device__ __forceinline__ void for_each_x8(const Act* x, int64_t x_stride, int64_t c, int mvalid, const Body& body) {
+#pragma unroll
+  for (int s = 0; s < kCodesPerChunk / 8; ++s) {
+    float xf[MB][8];
+    load_x8_rows<Act, MB>(x, x_stride, c * kCodesPerChunk + 8 * s, mvalid, xf);
+    body(s, xf);
+  }
+}
+
+// The row-per-warp GEMVs' epilogue: each of the warp's R rows' MB partial sums added over the
+// lanes (warp_sum's fixed order; every lane takes part), and lane 0 stores the rows that exist
+// and the batch rows that are valid.
+template <class Act, int R, int MB>
+__device__ __forceinline__ void store_warp_sums(const float (&acc)[R][MB], int lane, int64_t row0, int64_t rows,
+                                                int mvalid, Act* y, int64_t y_stride) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int b = 0; b < MB; ++b) {
+      const float sum = warp_sum(acc[r][b]);
+      if (lane == 0 && row0 + r < rows && b < mvalid) y[b * y_stride + row0 + r] = ActTraits<Act>::from_float(sum);
+    }
+  }
+}
+
 // "" for cudaSuccess, else the error text.
 inline std::string error_text(cudaError_t e) { return e == cudaSuccess ? std::string() : cudaGetErrorString(e); }
 
@@ -129,6 +176,33 @@ inline int batch_tier(int64_t remaining) {
   if (remaining >= 5) return 8;
   if (remaining >= 3) return 4;
   return static_cast<int>(remaining);
+}
+
+// The row-per-warp GEMVs' launch loop over a call of m rows: for each pass (batch_tier),
+// launch(std::integral_constant<int, tier>{}, first row, valid rows), which launches the
+// kernel compiled for that tier; then the launch error, if any. "" or the first error.
+template <class Launch>
+std::string for_each_batch_tier(int64_t m, const Launch& launch) {
+  for (int64_t i = 0; i < m;) {
+    const int tier = batch_tier(m - i);
+    const int valid = static_cast<int>(m - i < tier ? m - i : tier);
+    switch (tier) {
+      case 1: launch(std::integral_constant<int, 1>{}, i, valid); break;
+      case 2: launch(std::integral_constant<int, 2>{}, i, valid); break;
+      case 4: launch(std::integral_constant<int, 4>{}, i, valid); break;
+      default: launch(std::integral_constant<int, 8>{}, i, valid); break;
+    }
+    const std::string e = error_text(cudaGetLastError());
+    if (!e.empty()) return e;
+    i += valid;
+  }
+  return {};
+}
+
+// The grid of the row-per-warp GEMVs: kWarpsPerBlock warps of kRowsPerWarp rows per block.
+inline dim3 rows_grid(int64_t rows) {
+  const int64_t rows_per_block = kWarpsPerBlock * kRowsPerWarp;
+  return dim3(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block));
 }
 
 }  // namespace fsq::cuda::detail

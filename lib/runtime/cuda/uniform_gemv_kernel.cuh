@@ -47,18 +47,7 @@ __global__ void __launch_bounds__(WARPS * 32)
       const int64_t c = c0 + 32 * u;
       if (c >= chunks) break;
       float part[R][MB] = {};
-#pragma unroll
-      for (int s = 0; s < kCodesPerChunk / 8; ++s) {
-        float xf[MB][8];
-#pragma unroll
-        for (int b = 0; b < MB; ++b) {
-          if (b < mvalid) {
-            load_x8(x + b * x_stride, c * kCodesPerChunk + 8 * s, xf[b]);
-          } else {
-#pragma unroll
-            for (int j = 0; j < 8; ++j) xf[b][j] = 0.f;
-          }
-        }
+      for_each_x8<Act, MB>(x, x_stride, c, mvalid, [&](int s, const float (&xf)[MB][8]) {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           float q[8];
@@ -70,45 +59,24 @@ __global__ void __launch_bounds__(WARPS * 32)
             for (int b = 0; b < MB; ++b) part[r][b] = fmaf(xf[b][j], weight, part[r][b]);
           }
         }
-      }
+      });
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int b = 0; b < MB; ++b) acc[r][b] = fmaf(scale[u][r], part[r][b], acc[r][b]);
     }
   }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int b = 0; b < MB; ++b) {
-      const float sum = warp_sum(acc[r][b]);
-      if (lane == 0 && row0 + r < w.rows && b < mvalid) y[b * y_stride + row0 + r] = ActTraits<Act>::from_float(sum);
-    }
-  }
+  store_warp_sums<Act, R, MB>(acc, lane, row0, w.rows, mvalid, y, y_stride);
 }
 
 template <int BITS, class Act>
 std::string launch_uniform_typed(const cpu::UniformWeightsView& w, const Act* x, int64_t m, int64_t x_stride, Act* y,
                                  int64_t y_stride, cudaStream_t stream) {
-  const int64_t rows_per_block = kWarpsPerBlock * kRowsPerWarp;
-  const dim3 grid(static_cast<unsigned>((w.rows + rows_per_block - 1) / rows_per_block));
-  const dim3 block(kWarpsPerBlock * 32);
-  for (int64_t i = 0; i < m;) {
-    const int tier = batch_tier(m - i);
-    const int valid = static_cast<int>(m - i < tier ? m - i : tier);
-    const Act* xs = x + i * x_stride;
-    Act* ys = y + i * y_stride;
-    switch (tier) {
-      case 1: uniform_gemv_kernel<BITS, Act, 1><<<grid, block, 0, stream>>>(w, xs, x_stride, ys, y_stride, valid); break;
-      case 2: uniform_gemv_kernel<BITS, Act, 2><<<grid, block, 0, stream>>>(w, xs, x_stride, ys, y_stride, valid); break;
-      case 4: uniform_gemv_kernel<BITS, Act, 4><<<grid, block, 0, stream>>>(w, xs, x_stride, ys, y_stride, valid); break;
-      default: uniform_gemv_kernel<BITS, Act, 8><<<grid, block, 0, stream>>>(w, xs, x_stride, ys, y_stride, valid); break;
-    }
-    const std::string e = error_text(cudaGetLastError());
-    if (!e.empty()) return e;
-    i += valid;
-  }
-  return {};
+  const dim3 grid = rows_grid(w.rows), block(kWarpsPerBlock * 32);
+  return for_each_batch_tier(m, [&](auto tier, int64_t i, int valid) {
+    uniform_gemv_kernel<BITS, Act, decltype(tier)::value>
+        <<<grid, block, 0, stream>>>(w, x + i * x_stride, x_stride, y + i * y_stride, y_stride, valid);
+  });
 }
 
 // Launches the BITS-bit kernel for activation type `act`; arguments already checked.

@@ -23,53 +23,59 @@ namespace {
 constexpr int kSplitWarps = 8;
 constexpr int kSpanCols = 64;
 
+// The mma's operand types: Pair holds two Act values in 32 bits; codes go in as the halves
+// (magic + q), exact integers in the type's mantissa.
 template <class Act>
 struct MmaTypes;
 
 template <>
 struct MmaTypes<__half> {
+  using Pair = __half2;
   static constexpr uint32_t kMagic = 0x64006400u;  // 1024.0 in both halves
   static constexpr float kMagicValue = 1024.f;
-  __device__ static uint32_t minus(uint32_t a, uint32_t b) {
-    const __half2 r = __hsub2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
-    return *reinterpret_cast<const uint32_t*>(&r);
-  }
-  __device__ static uint32_t splat(float v) {
-    const __half2 h = __float2half2_rn(v);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  __device__ static void mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                             uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
+  __device__ static Pair splat_pair(float v) { return __float2half2_rn(v); }
 };
 
 template <>
 struct MmaTypes<__nv_bfloat16> {
+  using Pair = __nv_bfloat162;
   static constexpr uint32_t kMagic = 0x43004300u;  // 128.0 in both bf16 halves (7 mantissa bits hold q < 128)
   static constexpr float kMagicValue = 128.f;
-  __device__ static uint32_t minus(uint32_t a, uint32_t b) {
-    const __nv_bfloat162 r =
-        __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
-    return *reinterpret_cast<const uint32_t*>(&r);
-  }
-  __device__ static uint32_t splat(float v) {
-    const __nv_bfloat162 h = __float2bfloat162_rn(v);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-  __device__ static void mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                             uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
+  __device__ static Pair splat_pair(float v) { return __float2bfloat162_rn(v); }
 };
+
+// a - b on both halves.
+template <class Act>
+__device__ __forceinline__ uint32_t mma_minus(uint32_t a, uint32_t b) {
+  using Pair = typename MmaTypes<Act>::Pair;
+  const Pair r = __hsub2(*reinterpret_cast<const Pair*>(&a), *reinterpret_cast<const Pair*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+
+// v rounded into both halves.
+template <class Act>
+__device__ __forceinline__ uint32_t mma_splat(float v) {
+  const typename MmaTypes<Act>::Pair h = MmaTypes<Act>::splat_pair(v);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// c += A B: mma.sync m16n8k16 with fp32 accumulators, A and B of type TYPE ("f16" or "bf16").
+#define FSQ_MMA_M16N8K16(TYPE)                                                                          \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+               "{%8,%9}, {%0,%1,%2,%3};\n"                                                              \
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                        \
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+
+template <class Act>
+__device__ __forceinline__ void mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                    uint32_t b1) {
+  if constexpr (std::is_same_v<Act, __half>)
+    FSQ_MMA_M16N8K16("f16");
+  else
+    FSQ_MMA_M16N8K16("bf16");
+}
+
+#undef FSQ_MMA_M16N8K16
 
 // Pair p (0..7) of a thread's 16 codes: codes (8w + t, 8w + t + 4) with w = p / 4, t = p % 4,
 // as (magic + q) halves.
@@ -128,18 +134,18 @@ __global__ void __launch_bounds__(kSplitWarps * 32)
         for (int j = 0; j < 8; ++j) xw[t][j] = 0u;
       }
     }
-    const uint32_t magic_zero_a = MmaTypes<Act>::splat(MmaTypes<Act>::kMagicValue + zero_a);
-    const uint32_t magic_zero_b = MmaTypes<Act>::splat(MmaTypes<Act>::kMagicValue + zero_b);
+    const uint32_t magic_zero_a = mma_splat<Act>(MmaTypes<Act>::kMagicValue + zero_a);
+    const uint32_t magic_zero_b = mma_splat<Act>(MmaTypes<Act>::kMagicValue + zero_b);
     float span_sum[NT][4] = {};
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      const uint32_t a0 = MmaTypes<Act>::minus(code_pair<Act>(qa, 2 * s), magic_zero_a);
-      const uint32_t a1 = MmaTypes<Act>::minus(code_pair<Act>(qb, 2 * s), magic_zero_b);
-      const uint32_t a2 = MmaTypes<Act>::minus(code_pair<Act>(qa, 2 * s + 1), magic_zero_a);
-      const uint32_t a3 = MmaTypes<Act>::minus(code_pair<Act>(qb, 2 * s + 1), magic_zero_b);
+      const uint32_t a0 = mma_minus<Act>(code_pair<Act>(qa, 2 * s), magic_zero_a);
+      const uint32_t a1 = mma_minus<Act>(code_pair<Act>(qb, 2 * s), magic_zero_b);
+      const uint32_t a2 = mma_minus<Act>(code_pair<Act>(qa, 2 * s + 1), magic_zero_a);
+      const uint32_t a3 = mma_minus<Act>(code_pair<Act>(qb, 2 * s + 1), magic_zero_b);
 #pragma unroll
       for (int t = 0; t < NT; ++t)
-        MmaTypes<Act>::mma(span_sum[t], a0, a1, a2, a3, x_pair(xw[t], 2 * s), x_pair(xw[t], 2 * s + 1));
+        mma<Act>(span_sum[t], a0, a1, a2, a3, x_pair(xw[t], 2 * s), x_pair(xw[t], 2 * s + 1));
     }
 #pragma unroll
     for (int t = 0; t < NT; ++t) {  // c0, c1: row g; c2, c3: row g + 8
