@@ -19,7 +19,7 @@
 #include "plan/model_spec.h"
 #include "provenance.h"
 #include "quantize/quantize_model.h"
-#include "runtime/cpu/uniform_kernels.h"
+#include "runtime/cpu/cpu_isa.h"
 #include "runtime/eval/layer_latency.h"
 #include "runtime/model_files.h"
 

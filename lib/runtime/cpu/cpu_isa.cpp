@@ -3,7 +3,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "runtime/cpu/uniform_kernels.h"
+#include "runtime/cpu/cpu_isa.h"
 
 namespace fsq::cpu {
 
@@ -38,6 +38,13 @@ bool cpu_supports(CpuIsa isa) {
              __builtin_cpu_supports("avx512vl");
   }
   return false;
+}
+
+bool cpu_has_avx512_vnni() { return cpu_supports(CpuIsa::Avx512) && __builtin_cpu_supports("avx512vnni"); }
+
+bool cpu_has_avx512_vbmi() {
+  static const bool vbmi = cpu_supports(CpuIsa::Avx512) && __builtin_cpu_supports("avx512vbmi");
+  return vbmi;
 }
 
 CpuIsa best_cpu_isa() {

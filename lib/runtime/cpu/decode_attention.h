@@ -7,7 +7,8 @@
 
 #include <cstdint>
 
-#include "runtime/cpu/uniform_kernels.h"  // CpuIsa, KernelStatus
+#include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/kernel_status.h"
 
 namespace fsq::cpu {
 

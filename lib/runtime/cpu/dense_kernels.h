@@ -6,7 +6,8 @@
 
 #include <cstdint>
 
-#include "runtime/cpu/uniform_kernels.h"  // CpuIsa, KernelStatus, kMaxGemvRows
+#include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/kernel_status.h"  // KernelStatus, kMaxGemvRows
 
 namespace fsq::cpu {
 

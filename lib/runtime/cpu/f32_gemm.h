@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "runtime/cpu/uniform_kernels.h"  // KernelStatus
+#include "runtime/cpu/kernel_status.h"
 
 namespace fsq::cpu {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/cpu/uniform_kernels.h"  // kMaxGemvRows
+#include "runtime/cpu/kernel_status.h"  // kMaxGemvRows
 
 namespace fsq::cpu {
 

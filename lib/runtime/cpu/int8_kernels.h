@@ -22,7 +22,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/cpu/uniform_kernels.h"  // KernelStatus, CpuIsa
+#include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/kernel_status.h"
 
 namespace fsq::cpu {
 
@@ -83,9 +84,6 @@ KernelStatus int8_gemm_int32(const Int8PreparedView& w, const int8_t* xq, int64_
 // Its reference (from the unprepared weights).
 KernelStatus int8_gemm_int32_reference(const Int8WeightsView& w, const int8_t* xq, int64_t m, int64_t xq_stride,
                                        int32_t* acc, int64_t acc_stride);
-
-// True when this CPU has AVX-512 VNNI (the Avx512 variant then uses vpdpbusd).
-bool cpu_has_avx512_vnni();
 
 // The kernel variants behind a CpuIsa (CpuIsa::Avx512 runs Avx512Vnni where the CPU has
 // VNNI, else Avx512Bw), so that tests and benchmarks can also run the one the CPU would not

@@ -131,8 +131,6 @@ Int8Gemm gemm_of(const Int8PreparedView& w, const Activations& a) {
 
 }  // namespace
 
-bool cpu_has_avx512_vnni() { return cpu_supports(CpuIsa::Avx512) && __builtin_cpu_supports("avx512vnni"); }
-
 Int8Kernel int8_kernel_for(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx512: return cpu_has_avx512_vnni() ? Int8Kernel::Avx512Vnni : Int8Kernel::Avx512Bw;

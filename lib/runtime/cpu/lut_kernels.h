@@ -10,7 +10,8 @@
 
 #include <cstdint>
 
-#include "runtime/cpu/uniform_kernels.h"  // KernelStatus, CpuIsa, cpu_supports, kMaxGemvRows
+#include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/kernel_status.h"  // KernelStatus, kMaxGemvRows
 
 namespace fsq::cpu {
 

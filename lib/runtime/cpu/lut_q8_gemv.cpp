@@ -45,11 +45,6 @@ bool check_call(const LutWeightsView& w, const LutQ8Tables& t, const float* x, i
 
 }  // namespace
 
-bool cpu_has_avx512_vbmi() {
-  static const bool vbmi = cpu_supports(CpuIsa::Avx512) && __builtin_cpu_supports("avx512vbmi");
-  return vbmi;
-}
-
 void prepare_lut_q8_tables(const LutWeightsView& w, uint8_t* tables, float* scales) {
   const int64_t levels = int64_t{1} << w.bits;
   for (int64_t n = 0; n < w.rows; ++n) {

@@ -107,9 +107,6 @@ KernelStatus lut_gemv_q8_reference(const LutWeightsView& w, const LutQ8Tables& t
 KernelStatus lut_gemv_q8(const LutWeightsView& w, const LutQ8Tables& t, const float* x, int64_t m, int64_t x_stride,
                          float* y, int64_t y_stride, CpuIsa isa);
 
-// Whether the CPU has AVX-512 VBMI (the 3-bit q8 kernels' byte permutes).
-bool cpu_has_avx512_vbmi();
-
 // The prefill GEMM on int8 activations, any number of rows of x, with the same spec as
 // lut_gemv_q8_reference: the int8 table entries of each tile of 32 weight rows are
 // looked up once (vpshufb) and multiplied by every row of x (the VNNI kernel of

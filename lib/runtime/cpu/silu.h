@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "runtime/cpu/uniform_kernels.h"  // CpuIsa
+#include "runtime/cpu/cpu_isa.h"
 
 namespace fsq::cpu {
 

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
+
+#include "runtime/cpu/cpu_isa.h"        // CpuIsa (every family)
+#include "runtime/cpu/kernel_status.h"  // KernelStatus, kMaxGemvRows (every family)
 
 namespace fsq::cpu {
 
@@ -22,26 +24,6 @@ struct UniformWeightsView {
   const uint16_t* scales = nullptr;  // [rows, cols / group_cols], fp16 bit patterns
   const uint8_t* zeros = nullptr;    // [rows, cols / group_cols]; nullptr: symmetric
 };
-
-enum class KernelStatus {
-  Ok,
-  InvalidArgument,  // a null pointer, a bad size or stride, a view that is not self-consistent
-  IsaUnavailable,   // the requested instruction set is not supported by this CPU
-};
-const char* kernel_status_message(KernelStatus s);
-
-// Instruction sets the kernels are compiled for; each variant is chosen at run time.
-// Avx2 means AVX2 + FMA + F16C; Avx512 means AVX-512 F/BW/VL (+ FMA, F16C).
-enum class CpuIsa { Scalar, Avx2, Avx512 };
-const char* cpu_isa_name(CpuIsa isa);  // "scalar", "avx2", "avx512"
-bool cpu_supports(CpuIsa isa);
-CpuIsa best_cpu_isa();  // the widest instruction set this CPU supports
-// best_cpu_isa(), unless the environment variable FSQ_CPU_ISA (scalar | avx2 | avx512) asks
-// for another one (tests, benchmarks). Throws fsq::Error when FSQ_CPU_ISA names an unknown
-// ISA or one this CPU lacks: a silently ignored override would make a benchmark lie.
-CpuIsa selected_cpu_isa();
-// "scalar" / "avx2" / "avx512" -> isa; false for anything else.
-bool parse_cpu_isa(std::string_view name, CpuIsa* isa);
 
 // Ok when the view's sizes agree with each other (words_per_row = ceil(cols * bits / 32),
 // cols a multiple of group_cols, non-null words and scales).
@@ -66,7 +48,6 @@ KernelStatus uniform_matmul_reference(const UniformWeightsView& w, const float* 
 // batch then multiply-accumulates the same weights,
 // so zero points and scales cost nothing per activation row. Sums in float. Parallel over
 // output rows (OpenMP). Writes only y[i, 0..rows) for each i.
-inline constexpr int64_t kMaxGemvRows = 8;
 KernelStatus uniform_gemv(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                           int64_t y_stride, CpuIsa isa);
 
