@@ -6,21 +6,11 @@
 
 #include "common/half.h"
 
-#include "runtime/lut_linear.h"
 #include "runtime/model.h"
-#include "runtime/quant_linear.h"
+#include "runtime/quant_linear.h"  // packed_embedding()->weights_view()
 
 namespace fsq {
 namespace {
-
-// The packed uniform view of `linear`, or why it has none the decoders take.
-std::string packed_view(const Linear& linear, cpu::UniformWeightsView* view) {
-  const auto* quant = dynamic_cast<const QuantLinear*>(&linear);
-  if (quant == nullptr) return linear.describe() + " is not a packed uniform linear";
-  if (quant->has_bias()) return linear.describe() + " has a bias";
-  *view = quant->weights_view();
-  return "";
-}
 
 // A dense f32 matrix [rows, cols] rounded to fp16 into spec->half_weights, or why not.
 std::string half_view(const at::Tensor& w, const char* name, CudaDecodeSpec* spec, cuda::HalfWeightsView* view) {
@@ -38,26 +28,29 @@ std::string half_view(const at::Tensor& w, const char* name, CudaDecodeSpec* spe
   return "";
 }
 
-// The same for a decoder layer's linear, which may also be a LUT one (SqueezeLLM) or dense.
+// The view of a decoder layer's linear or the head: a packed uniform or LUT (SqueezeLLM)
+// matrix, or a dense one rounded to fp16; or why the decoders cannot take it.
 std::string packed_linear(const Linear& linear, CudaDecodeSpec* spec, cuda::DecodeLinear* out) {
-  if (const auto* lut = dynamic_cast<const LutLinear*>(&linear)) {
-    if (lut->has_bias()) return linear.describe() + " has a bias";
-    *out = cuda::DecodeLinear(lut->weights_view());
-    return "";
+  const LinearDeviceView d = linear.device_view();
+  switch (d.kind) {
+    case LinearDeviceView::Kind::Lut:
+      if (d.has_bias) return linear.describe() + " has a bias";
+      *out = cuda::DecodeLinear(d.lut);
+      return "";
+    case LinearDeviceView::Kind::Dense: {
+      if (d.has_bias) return linear.describe() + " has a bias";
+      cuda::HalfWeightsView view;
+      if (std::string why = half_view(*d.dense, "a dense linear", spec, &view); !why.empty()) return why;
+      *out = cuda::DecodeLinear(view);
+      return "";
+    }
+    case LinearDeviceView::Kind::Uniform:
+      if (d.has_bias) return linear.describe() + " has a bias";
+      *out = cuda::DecodeLinear(d.uniform);
+      return "";
+    case LinearDeviceView::Kind::None: break;
   }
-  if (const auto* dense = dynamic_cast<const DenseLinear*>(&linear)) {
-    if (dense->bias()) return linear.describe() + " has a bias";
-    cuda::HalfWeightsView view;
-    if (std::string why = half_view(dense->weight(), "a dense linear", spec, &view); !why.empty()) return why;
-    *out = cuda::DecodeLinear(view);
-    return "";
-  }
-  if (dynamic_cast<const QuantLinear*>(&linear) == nullptr)
-    return linear.describe() + " is neither a packed uniform, a LUT nor a dense linear";
-  cpu::UniformWeightsView view;
-  if (std::string why = packed_view(linear, &view); !why.empty()) return why;
-  *out = cuda::DecodeLinear(view);
-  return "";
+  return linear.describe() + " is neither a packed uniform, a LUT nor a dense linear";
 }
 
 bool f32_vector(const at::Tensor& t, int64_t size) {
@@ -84,9 +77,9 @@ std::string make_cuda_decode_spec(const LlamaModel& model, int64_t positions, Cu
     if (std::string why = half_view(model.embedding(), "the embedding", out, &view); !why.empty()) return why;
     s.embedding = view;
   }
-  const auto* dense_head = dynamic_cast<const DenseLinear*>(&model.lm_head());
-  if (dense_head != nullptr && model.packed_embedding() == nullptr &&
-      dense_head->weight().data_ptr() == model.embedding().data_ptr()) {
+  const LinearDeviceView head = model.lm_head().device_view();
+  if (head.kind == LinearDeviceView::Kind::Dense && model.packed_embedding() == nullptr &&
+      head.dense->data_ptr() == model.embedding().data_ptr()) {
     s.head = s.embedding;  // tied: one fp16 copy
   } else if (std::string why = packed_linear(model.lm_head(), out, &s.head); !why.empty()) {
     return "lm_head: " + why;

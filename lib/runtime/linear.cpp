@@ -72,4 +72,8 @@ int64_t DenseLinear::weight_bytes() const {
   return n;
 }
 
+LinearDeviceView DenseLinear::device_view() const {
+  return LinearDeviceView(&weight_, bias_.has_value());
+}
+
 }  // namespace fsq

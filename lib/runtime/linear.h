@@ -9,9 +9,26 @@
 #include <optional>
 #include <string>
 
-#include "runtime/cpu/uniform_kernels.h"  // CpuIsa
+#include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/lut_kernels.h"      // LutWeightsView
+#include "runtime/cpu/uniform_kernels.h"  // UniformWeightsView
 
 namespace fsq {
+
+// What fsq's CUDA decoders read of a linear (runtime/cuda_decode_spec.h), given by the linear
+// itself: its packed uniform or LUT weights, or its dense weight.
+struct LinearDeviceView {
+  enum class Kind { None, Uniform, Lut, Dense };
+  Kind kind = Kind::None;             // None: a kind of linear the decoders do not take
+  cpu::UniformWeightsView uniform;    // Kind::Uniform (QuantLinear), valid while the linear lives
+  cpu::LutWeightsView lut;            // Kind::Lut (LutLinear), likewise
+  const at::Tensor* dense = nullptr;  // Kind::Dense (DenseLinear): its weight [out, in], as stored
+  bool has_bias = false;
+  LinearDeviceView() = default;
+  LinearDeviceView(const cpu::UniformWeightsView& w, bool bias) : kind(Kind::Uniform), uniform(w), has_bias(bias) {}
+  LinearDeviceView(const cpu::LutWeightsView& w, bool bias) : kind(Kind::Lut), lut(w), has_bias(bias) {}
+  LinearDeviceView(const at::Tensor* weight, bool bias) : kind(Kind::Dense), dense(weight), has_bias(bias) {}
+};
 
 class Linear {
  public:
@@ -28,6 +45,9 @@ class Linear {
   // allocation. Only called when supports_rows() is true; the default throws.
   virtual bool supports_rows() const { return false; }
   virtual void forward_rows(const float* x, int64_t m, float* y) const;
+
+  // The weights as fsq's CUDA decoders would read them; the default: Kind::None.
+  virtual LinearDeviceView device_view() const { return {}; }
 };
 
 // y[i, n] += bias[n] for i < m (bias may be null).
@@ -45,6 +65,7 @@ class DenseLinear final : public Linear {
   // Rows run through cpu::dense_gemv when the weights (and bias) are contiguous f32.
   bool supports_rows() const override;
   void forward_rows(const float* x, int64_t m, float* y) const override;
+  LinearDeviceView device_view() const override;
   const at::Tensor& weight() const { return weight_; }
   const std::optional<at::Tensor>& bias() const { return bias_; }
 

@@ -12,7 +12,7 @@
 
 namespace fsq {
 LutLinear::LutLinear(const LutMatrix& m, std::optional<at::Tensor> bias, std::string method)
-    : bits_(m.bits), rows_(m.rows), cols_(m.cols), method_(std::move(method)), isa_(cpu::selected_cpu_isa()) {
+    : PackedKernelLinear(m.rows, m.cols, std::move(method)), bits_(m.bits) {
   validate_lut_matrix(m, "LUT linear");
   const std::vector<uint32_t> words = pack_rows(m.codes, rows_, cols_, bits_);
   LutStoredBytes bytes{bytes_of(words), bytes_of(m.lut), {}, {}, {}, cpu::LutColType::U16};
@@ -34,7 +34,7 @@ LutLinear::LutLinear(const LutMatrix& m, std::optional<at::Tensor> bias, std::st
 
 LutLinear::LutLinear(int bits, int64_t rows, int64_t cols, const LutStoredBytes& bytes, std::optional<at::Tensor> bias,
                      std::string method)
-    : bits_(bits), rows_(rows), cols_(cols), method_(std::move(method)), isa_(cpu::selected_cpu_isa()) {
+    : PackedKernelLinear(rows, cols, std::move(method)), bits_(bits) {
   adopt(bytes, std::move(bias));
 }
 
@@ -64,11 +64,7 @@ void LutLinear::adopt(const LutStoredBytes& bytes, std::optional<at::Tensor> bia
   }
   check_kernel_status(cpu::check_lut_view(weights_view()), describe());
   check_kernel_status(cpu::check_lut_sparse(weights_view()), describe());
-  if (bias) {
-    if (bias->dim() != 1 || bias->size(0) != rows_ || !at::isFloatingType(bias->scalar_type()))
-      throw Error(describe(), "bias must be a floating tensor of shape [" + std::to_string(rows_) + "]");
-    bias_ = bias->to(at::kFloat).contiguous().cpu();
-  }
+  adopt_bias(std::move(bias), describe());
 }
 
 cpu::LutWeightsView LutLinear::weights_view() const {
@@ -89,15 +85,7 @@ cpu::LutWeightsView LutLinear::weights_view() const {
   return v;
 }
 
-void LutLinear::set_cpu_isa(cpu::CpuIsa isa) {
-  if (!cpu::cpu_supports(isa))
-    throw Error(describe(), std::string("this CPU does not support ") + cpu::cpu_isa_name(isa));
-  isa_ = isa;
-  set_int8_decode(want_int8_decode_);
-  set_int8_prefill(want_int8_prefill_);
-}
-
-void LutLinear::prepare_q8_tables() {
+void LutLinear::prepare_int8() {
   if (!q8_scales_.empty()) return;
   q8_tables_.resize(static_cast<size_t>(rows_ * 16));
   q8_scales_.resize(static_cast<size_t>(rows_));
@@ -115,38 +103,26 @@ cpu::LutQ8Tables LutLinear::q8_view() const {
           q8_slices_.view()};
 }
 
-void LutLinear::set_int8_decode(bool on) {
-  want_int8_decode_ = on;
-  int8_decode_ = on && cpu::lut_q8_supported(weights_view(), isa_);
-  if (int8_decode_) prepare_q8_tables();
+LinearDeviceView LutLinear::device_view() const {
+  return LinearDeviceView(weights_view(), has_bias());
 }
 
-void LutLinear::set_int8_prefill(bool on) {
-  want_int8_prefill_ = on;
-  int8_prefill_ = on && cpu::lut_gemm_q8_supported(weights_view(), isa_);
-  if (int8_prefill_) prepare_q8_tables();
+// The LUT kernels: lut_gemv, and with int8 activations and centroids (the tables
+// prepare_int8 made) lut_gemv_q8 (decode) and lut_gemm_q8 (prefill).
+cpu::KernelStatus LutLinear::multiply(Kernel kernel, const float* x, int64_t m, float* y) const {
+  if (kernel == Kernel::Gemv) return cpu::lut_gemv(weights_view(), x, m, cols_, y, rows_, isa_);
+  const cpu::LutQ8Tables tables = q8_view();
+  if (kernel == Kernel::GemvInt8) return cpu::lut_gemv_q8(weights_view(), tables, x, m, cols_, y, rows_, isa_);
+  return cpu::lut_gemm_q8(weights_view(), tables, x, m, cols_, y, rows_, isa_);
 }
 
-at::Tensor LutLinear::forward(const at::Tensor& x) const {
-  const cpu::LutWeightsView view = weights_view();
-  PackedKernels kernels{
-      [&](const float* in, int64_t m, float* y) { return cpu::lut_gemv(view, in, m, cols_, y, rows_, isa_); },
-      [&](int64_t row0, int64_t n, float* out) { return cpu::lut_dequantize_rows(view, row0, n, out, isa_); },
-      {},
-      {}};
-  if (int8_prefill_)
-    kernels.many_rows = [&](const float* in, int64_t m, float* y) {
-      return cpu::lut_gemm_q8(view, q8_view(), in, m, cols_, y, rows_, isa_);
-    };
-  return packed_forward(x, rows_, cols_, bias_, kernels, describe());
+bool LutLinear::int8_supported(Kernel kernel) const {
+  const cpu::LutWeightsView w = weights_view();
+  return kernel == Kernel::GemvInt8 ? cpu::lut_q8_supported(w, isa_) : cpu::lut_gemm_q8_supported(w, isa_);
 }
 
-void LutLinear::forward_rows(const float* x, int64_t m, float* y) const {
-  const cpu::LutWeightsView view = weights_view();
-  check_kernel_status(int8_decode_ ? cpu::lut_gemv_q8(view, q8_view(), x, m, cols_, y, rows_, isa_)
-                                   : cpu::lut_gemv(view, x, m, cols_, y, rows_, isa_),
-                      describe());
-  add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
+cpu::KernelStatus LutLinear::dequantize_rows(int64_t row0, int64_t nrows, float* out) const {
+  return cpu::lut_dequantize_rows(weights_view(), row0, nrows, out, isa_);
 }
 
 std::string LutLinear::describe() const {
@@ -156,7 +132,7 @@ std::string LutLinear::describe() const {
   return s;
 }
 
-int64_t LutLinear::weight_bytes() const { return packed_bytes_ + (bias_ ? rows_ * 4 : 0); }
+int64_t LutLinear::weight_bytes() const { return packed_bytes_ + bias_bytes(); }
 
 std::unique_ptr<LutLinear> make_lut_linear(const PackedLinear& packed) {
   std::optional<at::Tensor> bias;

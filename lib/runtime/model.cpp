@@ -206,16 +206,14 @@ LlamaModel::~LlamaModel() = default;
 namespace {
 
 // How many of the model's linears (decoder layers and head) run an int8 path, out of all:
-// uniform linears whose `uniform_on` says so and LUT (squeezellm) linears whose `lut_on` does.
+// the kernel-backed ones (uniform and LUT, squeezellm) whose `on` says so.
 template <typename Layers>
 std::pair<int64_t, int64_t> count_int8_linears(const Layers& layers, const Linear* head,
-                                               bool (QuantLinear::*uniform_on)() const,
-                                               bool (LutLinear::*lut_on)() const) {
+                                               bool (PackedKernelLinear::*on)() const) {
   std::pair<int64_t, int64_t> counts{0, 0};
   const auto count = [&](const Linear* lin) {
-    const auto* q = dynamic_cast<const QuantLinear*>(lin);
-    const auto* l = dynamic_cast<const LutLinear*>(lin);
-    counts.first += (q != nullptr && (q->*uniform_on)()) || (l != nullptr && (l->*lut_on)()) ? 1 : 0;
+    const auto* p = dynamic_cast<const PackedKernelLinear*>(lin);
+    counts.first += p != nullptr && (p->*on)() ? 1 : 0;
     ++counts.second;
   };
   for (const auto& L : layers)
@@ -228,11 +226,11 @@ std::pair<int64_t, int64_t> count_int8_linears(const Layers& layers, const Linea
 }  // namespace
 
 std::pair<int64_t, int64_t> LlamaModel::int8_prefill_linears() const {
-  return count_int8_linears(layers_, lm_head_.get(), &QuantLinear::int8_prefill, &LutLinear::int8_prefill);
+  return count_int8_linears(layers_, lm_head_.get(), &PackedKernelLinear::int8_prefill);
 }
 
 std::pair<int64_t, int64_t> LlamaModel::int8_decode_linears() const {
-  return count_int8_linears(layers_, lm_head_.get(), &QuantLinear::int8_decode, &LutLinear::int8_decode);
+  return count_int8_linears(layers_, lm_head_.get(), &PackedKernelLinear::int8_decode);
 }
 
 DecoderLayer LlamaModel::load_layer(const Checkpoint& ckpt, int64_t index) const {

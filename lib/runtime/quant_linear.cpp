@@ -32,7 +32,7 @@ std::span<const std::byte> view_bytes(const TensorView& v, DType want, const std
 QuantLinear::QuantLinear(const UniformQuant& quant, int64_t rows, int64_t cols, std::span<const std::byte> words,
                          std::span<const std::byte> scales, std::span<const std::byte> zeros,
                          std::optional<at::Tensor> bias, std::string method)
-    : quant_(quant), rows_(rows), cols_(cols), method_(std::move(method)), isa_(cpu::selected_cpu_isa()) {
+    : PackedKernelLinear(rows, cols, std::move(method)), quant_(quant) {
   const std::string where = "QuantLinear " + uniform_quant_name(quant) + " [" + std::to_string(rows) + " x " +
                             std::to_string(cols) + "]";
   if (rows <= 0 || cols <= 0 || cols % quant.group_cols(cols) != 0)
@@ -46,11 +46,7 @@ QuantLinear::QuantLinear(const UniformQuant& quant, int64_t rows, int64_t cols, 
   scales_ = copy_aligned(scales);
   if (!quant.symmetric) zeros_ = copy_aligned(zeros);
   packed_bytes_ = static_cast<int64_t>(words.size() + scales.size() + zeros.size());
-  if (bias) {
-    if (bias->dim() != 1 || bias->size(0) != rows || !at::isFloatingType(bias->scalar_type()))
-      throw Error(where, "bias must be a floating tensor of shape [" + std::to_string(rows) + "]");
-    bias_ = bias->to(at::kFloat).contiguous().cpu();
-  }
+  adopt_bias(std::move(bias), where);
 }
 
 cpu::UniformWeightsView QuantLinear::weights_view() const {
@@ -66,52 +62,30 @@ cpu::UniformWeightsView QuantLinear::weights_view() const {
   return v;
 }
 
-void QuantLinear::set_cpu_isa(cpu::CpuIsa isa) {
-  if (!cpu::cpu_supports(isa))
-    throw Error(describe(), std::string("this CPU does not support ") + cpu::cpu_isa_name(isa));
-  isa_ = isa;
-  set_int8_decode(want_int8_decode_);
-  set_int8_prefill(want_int8_prefill_);
+LinearDeviceView QuantLinear::device_view() const {
+  return LinearDeviceView(weights_view(), has_bias());
 }
 
-void QuantLinear::set_int8_decode(bool on) {
-  want_int8_decode_ = on;
-  int8_decode_ = on && cpu::uniform_q8_supported(weights_view(), isa_);
+// The uniform kernels: uniform_gemv, and with int8 activations uniform_gemv_q8 (decode) and
+// uniform_gemm_q8 (prefill).
+cpu::KernelStatus QuantLinear::multiply(Kernel kernel, const float* x, int64_t m, float* y) const {
+  const cpu::UniformWeightsView w = weights_view();
+  if (kernel == Kernel::Gemv) return cpu::uniform_gemv(w, x, m, cols_, y, rows_, isa_);
+  return kernel == Kernel::GemvInt8 ? cpu::uniform_gemv_q8(w, x, m, cols_, y, rows_, isa_)
+                                    : cpu::uniform_gemm_q8(w, x, m, cols_, y, rows_, isa_);
 }
 
-void QuantLinear::set_int8_prefill(bool on) {
-  want_int8_prefill_ = on;
-  int8_prefill_ = on && cpu::uniform_gemm_q8_supported(weights_view(), isa_);
+bool QuantLinear::int8_supported(Kernel kernel) const {
+  return kernel == Kernel::GemvInt8 ? cpu::uniform_q8_supported(weights_view(), isa_)
+                                    : cpu::uniform_gemm_q8_supported(weights_view(), isa_);
 }
 
-at::Tensor QuantLinear::forward(const at::Tensor& x) const {
-  const cpu::UniformWeightsView view = weights_view();
-  PackedKernels kernels{
-      [&](const float* in, int64_t m, float* y) { return cpu::uniform_gemv(view, in, m, cols_, y, rows_, isa_); },
-      [&](int64_t row0, int64_t n, float* out) { return cpu::uniform_dequantize_rows(view, row0, n, out, isa_); },
-      {},
-      {}};
-  if (int8_prefill_)
-    kernels.many_rows = [&](const float* in, int64_t m, float* y) {
-      return cpu::uniform_gemm_q8(view, in, m, cols_, y, rows_, isa_);
-    };
-  return packed_forward(x, rows_, cols_, bias_, kernels, describe());
-}
-
-void QuantLinear::forward_rows(const float* x, int64_t m, float* y) const {
-  const cpu::UniformWeightsView view = weights_view();
-  check_kernel_status(int8_decode_ ? cpu::uniform_gemv_q8(view, x, m, cols_, y, rows_, isa_)
-                                   : cpu::uniform_gemv(view, x, m, cols_, y, rows_, isa_),
-                      describe());
-  add_bias(m, y);
-}
-
-void QuantLinear::add_bias(int64_t m, float* y) const {
-  add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
+cpu::KernelStatus QuantLinear::dequantize_rows(int64_t row0, int64_t nrows, float* out) const {
+  return cpu::uniform_dequantize_rows(weights_view(), row0, nrows, out, isa_);
 }
 
 void QuantLinear::dequantize_row(int64_t row, float* out) const {
-  check_kernel_status(cpu::uniform_dequantize_rows(weights_view(), row, 1, out, isa_), describe());
+  check_kernel_status(dequantize_rows(row, 1, out), describe());
 }
 
 std::string QuantLinear::describe() const {
@@ -119,9 +93,7 @@ std::string QuantLinear::describe() const {
   return method_.empty() ? s : s + " " + method_;
 }
 
-int64_t QuantLinear::weight_bytes() const {
-  return packed_bytes_ + (bias_ ? bias_->numel() * static_cast<int64_t>(sizeof(float)) : 0);
-}
+int64_t QuantLinear::weight_bytes() const { return packed_bytes_ + bias_bytes(); }
 
 bool forward_rows_together(std::span<const Linear* const> linears, const float* x, int64_t m,
                            std::span<float* const> ys) {
