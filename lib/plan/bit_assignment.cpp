@@ -1,17 +1,54 @@
 #include "plan/bit_assignment.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "common/error.h"
 #include "plan/solvers.h"
 
 namespace fsq::plan {
 
+const std::vector<int>& assignable_widths() {
+  static const std::vector<int> widths = {2, 3, 4, 8, 16};
+  return widths;
+}
+
+void check_widths(const std::vector<int>& widths, const std::vector<int>& allowed) {
+  std::string names;
+  for (int b : allowed) names += (names.empty() ? "" : ", ") + std::to_string(b);
+  if (widths.empty()) throw Error("--bits", "no widths given; choose from " + names);
+  for (size_t i = 0; i < widths.size(); ++i) {
+    if (std::find(allowed.begin(), allowed.end(), widths[i]) == allowed.end())
+      throw Error("--bits", "width " + std::to_string(widths[i]) + " is not one of " + names);
+    if (i > 0 && widths[i] <= widths[i - 1]) throw Error("--bits", "widths must be given in increasing order, each once");
+  }
+}
+
+void check_omega(const std::vector<std::vector<double>>& omega, const std::vector<double>& params,
+                 const std::vector<int>& widths, const std::string& source) {
+  if (omega.empty() || (!params.empty() && params.size() != omega.size())) throw Error(source, "omega and weights must cover every layer");
+  for (size_t l = 0; l < omega.size(); ++l) {
+    if (omega[l].size() != widths.size())
+      throw Error(source, "layer " + std::to_string(l) + " has " + std::to_string(omega[l].size()) +
+                              " omega values for " + std::to_string(widths.size()) + " widths");
+    for (size_t w = 0; w < widths.size(); ++w)
+      if (!(std::isfinite(omega[l][w]) && omega[l][w] >= 0))
+        throw Error(source, "layer " + std::to_string(l) + "'s omega at " + std::to_string(widths[w]) + " bits is " +
+                                std::to_string(omega[l][w]) + ", not a finite number >= 0");
+    if (!params.empty() && !(std::isfinite(params[l]) && params[l] > 0))
+      throw Error(source, "layer " + std::to_string(l) + " has " + std::to_string(params[l]) + " weights");
+  }
+}
+
 BitAssignment assign_bits(const std::vector<std::vector<double>>& omega, const std::vector<double>& params,
                           const std::vector<int>& widths, double target_bits, double time_limit_s) {
+  check_widths(widths, assignable_widths());
+  if (params.size() != omega.size()) throw Error("plan", "omega and weights must cover every layer");
+  check_omega(omega, params, widths, "plan");
   const int L = static_cast<int>(omega.size()), W = static_cast<int>(widths.size());
-  if (L == 0 || static_cast<int>(params.size()) != L) throw Error("plan", "omega and weights must cover every layer");
+  if (!std::isfinite(target_bits)) throw Error("--target-bits", "expected a finite number of bits");
   if (target_bits < *std::min_element(widths.begin(), widths.end())) {
     char msg[160];
     std::snprintf(msg, sizeof msg, "%.3g is below the smallest width (%d)", target_bits,

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "common/error.h"
+#include "plan/bit_assignment.h"
 
 namespace fsq::plan {
 
@@ -240,12 +241,10 @@ std::vector<std::vector<double>> proxy_omega(const ModelSpec& m, const std::vect
 PlanReport make_plan(const PlanRequest& r) {
   auto t0 = std::chrono::steady_clock::now();
   const auto& o = r.options;
-  if (o.widths.empty()) throw Error("--bits", "no widths given");
-  for (size_t i = 0; i < o.widths.size(); ++i) {
-    if (!is_supported_width(o.widths[i])) throw Error("--bits", "width " + std::to_string(o.widths[i]) + " is not one of 3, 4, 8, 16");
-    if (i > 0 && o.widths[i] <= o.widths[i - 1]) throw Error("--bits", "widths must be given in increasing order, each once");
-  }
+  check_widths(o.widths, {3, 4, 8, 16});  // is_supported_width: the cost model's widths
   if (static_cast<int64_t>(r.layer_omega.size()) != r.model.layers) throw Error("plan", "omega does not cover every layer");
+  check_omega(r.layer_omega, {}, o.widths, "plan");
+  if (!(std::isfinite(o.theta) && o.theta >= 0)) throw Error("--theta", "expected a finite number >= 0");
   if (o.solver != "ilp" && o.solver != "heuristic") throw Error("--solver", "expected ilp or heuristic, got " + quote_name(o.solver));
 
   PlanReport report;

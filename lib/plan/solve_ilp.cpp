@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "plan/solvers.h"
 
 namespace fsq::plan {
@@ -42,6 +43,17 @@ bool groups_identical(const PlanProblem& p) {
     }
   }
   return true;
+}
+
+// Clp asserts (and aborts the process) on a coefficient of 1e25 or more, NaN included; callers
+// validate their inputs (check_widths, check_omega), and this keeps anything they missed from
+// reaching it: a coefficient that is not a finite number of sane size is an error.
+constexpr double kLargestCoefficient = 1e20;
+
+void check_coefficient(double v, const char* what) {
+  if (!(std::abs(v) < kLargestCoefficient))
+    throw Error("plan", std::string("the planning problem has a ") + what + " of " + std::to_string(v) +
+                            " (not finite, or too large for the solver); check --bits, the calibration file and the device and profile files");
 }
 
 }  // namespace
@@ -81,6 +93,7 @@ Solution solve_ilp(const PlanProblem& p, double time_limit_s, const Assignment* 
   for (const Column& c : columns) {
     size_t k = p.at(c.g, c.j, c.w);
     double obj = p.latency_weight * (p.prefill_s[k] + p.decode_steps * p.decode_s[k]) + p.theta * p.omega[p.omega_at(c.g, c.w)];
+    check_coefficient(obj, "objective coefficient");
     Cbc_addCol(m, "", 0, aggregate ? G : 1, obj, 1, 0, nullptr, nullptr);
   }
   const double inf = std::numeric_limits<double>::max();
@@ -91,10 +104,12 @@ Solution solve_ilp(const PlanProblem& p, double time_limit_s, const Assignment* 
   std::vector<double> coefs;
   // Explicit zeros are left out of the matrix.
   auto add = [&](int col, double coef) {
+    check_coefficient(coef, "constraint coefficient");
     if (coef != 0) cols.push_back(col), coefs.push_back(coef);
   };
   // Rows left empty (a memory row when nothing takes bytes) are always satisfied here.
   auto row = [&](char sense, double rhs) {
+    if (!cols.empty()) check_coefficient(rhs, "constraint bound");
     if (!cols.empty()) Cbc_addRow(m, "", static_cast<int>(cols.size()), cols.data(), coefs.data(), sense, rhs);
     cols.clear();
     coefs.clear();

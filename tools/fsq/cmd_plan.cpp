@@ -3,12 +3,15 @@
 // in the same cost model. Needs no weights: a config.json or a named preset is enough.
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <span>
 
 #include "common/error.h"
 #include "options.h"
 #include "calib/calib_file.h"
+#include "formats/architectures.h"
 #include "formats/checkpoint.h"
 #include "formats/gguf/gguf_model.h"
 #include "formats/gguf/gguf_reader.h"
@@ -85,9 +88,32 @@ struct Indicator {
   std::string sha256;
 };
 
+// The statistics the indicator reads must be finite, absmax and the mean of squares >= 0:
+// NaN, Inf or negative values reached the solver as a non-finite objective and aborted it.
+void check_input_statistics(const Checkpoint& ckpt, const CalibrationFile& calib, const std::string& file) {
+  const ArchSpec& arch = arch_spec_for(ckpt.config().architecture);
+  for (int64_t i = 0; i < ckpt.config().num_layers; ++i)
+    for (const auto& spec : arch.linears) {
+      const std::string name = layer_name(spec.pattern, i);
+      const auto stats = calib.input_stats(name);
+      if (!stats) continue;  // variance_indicator names the missing ones
+      auto check = [&](std::span<const float> values, const char* what, bool non_negative) {
+        for (size_t c = 0; c < values.size(); ++c)
+          if (!std::isfinite(values[c]) || (non_negative && values[c] < 0))
+            throw Error(file, name + " input " + what + " of channel " + std::to_string(c) + " is " +
+                                  std::to_string(values[c]) + " (expected a finite number" +
+                                  (non_negative ? " >= 0" : "") + "); rerun fsq calibrate on this model");
+      };
+      check(stats->absmax, "absmax", true);
+      check(stats->mean, "mean", false);
+      check(stats->sqmean, "mean of squares", true);
+    }
+}
+
 Indicator indicator_from_calibration(const Flags& f) {
   Checkpoint ckpt = Checkpoint::open(f.model);
   CalibrationFile calib = CalibrationFile::open_for_model(f.calib, ckpt.weights_sha256(), "run fsq calibrate on this model");
+  check_input_statistics(ckpt, calib, f.calib);
   Indicator ind;
   ind.sha256 = ckpt.weights_sha256();
   ind.layers = variance_indicator(ckpt, calib, f.bits, f.group_size);
@@ -95,6 +121,9 @@ Indicator indicator_from_calibration(const Flags& f) {
     ind.omega.push_back(layer.omega);
     ind.params.push_back(layer.params);
   }
+  // Finite statistics can still overflow (a mean of squares near the float limit): refused
+  // here, naming the file, before the solver sees them.
+  plan::check_omega(ind.omega, ind.params, f.bits, f.calib);
   return ind;
 }
 
@@ -237,6 +266,8 @@ int run_plan(const Flags& f) {
   if (!f.profiles.empty() && f.cluster.empty() && f.gpu.empty())
     throw Error("--profile", "latencies matter to cluster plans: give --cluster FILE or --gpu TYPE");
   if (!f.calib.empty() && f.cluster.empty() && f.gpu.empty()) {
+    plan::check_widths(f.bits, plan::assignable_widths());  // before any file is read
+    if (!std::isfinite(f.target_bits)) throw Error("--target-bits", "expected a finite number of bits");
     check_output_file(f.out, "--out", {f.model, f.calib}, f.force);
     return run_bit_assignment(f);
   }
@@ -245,6 +276,9 @@ int run_plan(const Flags& f) {
   if (f.prompt_len < 1 || f.new_tokens < 1 || f.batch < 1)
     throw Error("plan", "--prompt-len, --new-tokens and --batch must be at least 1");
   if (f.kv_bits != 4 && f.kv_bits != 8 && f.kv_bits != 16) throw Error("--kv-bits", "expected 4, 8 or 16");
+  plan::check_widths(f.bits, {3, 4, 8, 16});  // the cost model's widths (make_plan checks again)
+  if (!(std::isfinite(f.theta) && f.theta >= 0)) throw Error("--theta", "expected a finite number >= 0");
+  if (std::isnan(f.max_omega) || std::isnan(f.target_bits)) throw Error("plan", "--max-omega and --target-bits must be numbers");
   if (!(f.memory_fraction > 0 && f.memory_fraction <= 1)) throw Error("--memory-fraction", "expected a value in (0, 1]");
   std::vector<std::filesystem::path> inputs = {f.model, f.cluster, f.gpu_specs, f.calib};
   inputs.insert(inputs.end(), f.profiles.begin(), f.profiles.end());
