@@ -10,8 +10,8 @@
 #include "formats/model_config.h"
 #include "runtime/cpu/decode_attention.h"
 #include "runtime/cpu/silu.h"
+#include "runtime/decoder_layer.h"
 #include "runtime/linear.h"
-#include "runtime/model.h"
 #include "runtime/quant_linear.h"
 #include "runtime/rope.h"
 

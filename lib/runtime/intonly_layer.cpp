@@ -9,8 +9,8 @@
 #include "common/error.h"
 #include "formats/packed_checkpoint.h"
 #include "runtime/cpu/intonly_attention.h"
+#include "runtime/decoder_layer.h"
 #include "runtime/int8_linear.h"
-#include "runtime/model.h"
 #include "runtime/packed_forward.h"
 
 namespace fsq {

@@ -10,7 +10,7 @@
 #include "formats/architectures.h"
 #include "formats/packed_checkpoint.h"
 #include "runtime/cpu/intonly_attention.h"
-#include "runtime/model.h"
+#include "runtime/decoder_layer.h"
 #include "runtime/rope.h"
 
 namespace fsq {
