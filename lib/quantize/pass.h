@@ -1,14 +1,12 @@
-// Quantizer passes. A pass gets one decoder layer (dense fp32 weights, a private copy it
-// may rewrite: AWQ folds scales into norms and linears) and, when it needs calibration,
-// the inputs of the layer's linear groups. After it returns, the pipeline quantizes every
-// linear's current weight with the chosen UniformQuant (unless the pass quantized it itself:
-// PassResult::quantized) and stores the layer's norms and biases as they now are. Passes
-// are listed in one table (quant_passes()).
+// Quantizer passes: the layer transforms methods are built from (method.h). A pass gets one
+// decoder layer (dense fp32 weights, a private copy it may rewrite: AWQ folds scales into
+// norms and linears) and, when it needs calibration, the inputs of the layer's linear groups.
+// After it returns, the method's rounding stage (rounding.h) quantizes every linear's current
+// weight with the chosen UniformQuant and stores the layer's norms and biases as they now are.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -69,9 +67,12 @@ struct PassResult {
   // Passes that quantize activations statically: the largest |input| each linear (by role)
   // will see, measured on the calibration set after the pass's rewrite.
   std::map<std::string, float> input_absmax;
-  // Linears (by role) the pass quantized itself (GPTQ), in the layer's quant type
-  // (PassContext::quant_for); the pipeline stores these instead of rounding the weights.
+  // Linears (by role) already quantized (GPTQ), in the layer's quant type
+  // (PassContext::quant_for); the rounding stage stores these instead of rounding the weights.
   std::map<std::string, GroupQuantized> quantized;
+  // Linear group name -> GPTQ's Hessian of the inputs the pass left the group (SmoothQuant's
+  // smoothed inputs), when asked to record them (--gptq).
+  std::map<std::string, at::Tensor> gptq_hessians;
 };
 
 class QuantPass {
@@ -88,26 +89,5 @@ struct PassOptions {
   // W8A8 passes: int8 weights by GPTQ on the calibration inputs instead of round-to-nearest.
   bool gptq = false;
 };
-
-struct PassInfo {
-  std::string name;
-  std::string description;
-  bool needs_calibration = false;  // runs calibration windows through the layers
-  std::function<std::unique_ptr<QuantPass>(const PassOptions&)> make;
-  // Writes LUT types (SqueezeLLM): the pipeline quantizes with quantize_layer_lut from the
-  // Fisher diagonals of a calibration file instead of uniform groups.
-  bool lookup_table = false;
-  // Writes W8A8 types (SmoothQuant): every linear gets kW8A8Weights whatever --bits says, and
-  // its activations are quantized to int8 at run time.
-  bool int8_activations = false;
-  // Integer-only inference (I-BERT; runtime/intonly_layer.h): W8A8 with static per-tensor
-  // activation scales only, and the pipeline also calibrates the ranges of every activation
-  // the integer layer requantizes to (quantize/intonly_ranges.h), stored per layer.
-  bool integer_only = false;
-};
-
-const std::vector<PassInfo>& quant_passes();
-// Throws fsq::Error naming --method and listing the passes when `name` is unknown.
-const PassInfo& find_quant_pass(const std::string& name);
 
 }  // namespace fsq

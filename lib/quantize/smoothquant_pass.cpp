@@ -10,7 +10,6 @@
 #include "common/error.h"
 #include "formats/architectures.h"
 #include "quantize/gptq.h"
-#include "quantize/gptq_group.h"
 #include "quantize/group_fold.h"
 #include "quantize/layer_values.h"
 #include "quantize/smoothquant.h"
@@ -116,7 +115,6 @@ PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& act
     return smooth_from_file(layer, ctx, alpha_, smooth_);
   }
   PassResult result;
-  std::map<std::string, at::Tensor> hessians;  // GPTQ's, of each group's smoothed inputs
   for (const LinearGroup& group : ctx.arch.groups) {
     const at::Tensor x = acts.groups.at(group.name);
     const at::Tensor x2 = x.reshape({-1, x.size(-1)}).to(at::kFloat);
@@ -151,11 +149,8 @@ PassResult SmoothQuantPass::run(DecoderLayer& layer, const LayerActivations& act
     for (const auto& role : group.roles) result.input_absmax[role] = absmax;
     entry["input_absmax"] = absmax;
     result.report[group.name] = entry;
-    if (gptq_) hessians[group.name] = gptq_hessian(smoothed);
+    if (gptq_) result.gptq_hessians[group.name] = gptq_hessian(smoothed);
   }
-  if (gptq_)
-    for (const LinearGroup& group : ctx.arch.groups)
-      quantize_group_gptq(layer, ctx, group, hessians.at(group.name), result);
   return result;
 }
 

@@ -7,9 +7,9 @@
 // divide out of v_proj's rows (group_fold.h; the report marks it "shared_kv_heads"). A group
 // with no fold stays unsmoothed and the report says why. It also records each
 // linear's largest |input| after smoothing, for static per-tensor activation scales. With
-// gptq, every linear's int8 weights come from GPTQ (gptq.h) on the group's smoothed
-// calibration inputs, after all of the layer's folds (a later group's fold rescales an
-// earlier group's producer rows: v_proj, up_proj).
+// gptq it also hands out each group's GPTQ Hessian of its smoothed calibration inputs
+// (PassResult::gptq_hessians), for the rounding stage that runs after all of the layer's
+// folds (a later group's fold rescales an earlier group's producer rows: v_proj, up_proj).
 #pragma once
 
 #include <optional>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fixtures.h"
-#include "quantize/pass.h"
+#include "quantize/method.h"
 #include "quantize/quantize_model.h"
 #include "temp_dir.h"
 #include "tiny_model.h"
@@ -51,7 +51,7 @@ struct Fixture {
     c.out = dir / out;
     c.method = method;
     c.quant = UniformQuant{4, 32, false};
-    if (find_quant_pass(method).needs_calibration) {
+    if (find_quant_method(method).needs.windows == CalibrationWindows::Always) {
       c.calib_data = dir / "calib.txt";
       c.draw = WindowDraw{6, 16, 3, /*allow_overlap=*/true};  // a short text, on purpose
       c.batch_size = 4;

@@ -13,7 +13,7 @@
 #include "plan_file.h"
 #include "provenance.h"
 #include "quantize/head_quant.h"
-#include "quantize/pass.h"
+#include "quantize/method.h"
 #include "quantize/quantize_model.h"
 #include "runtime/torch_bridge.h"
 
@@ -58,13 +58,14 @@ PassOptions pass_options(const QuantizeFlags& f) {
   o.gptq = f.gptq;
   if (!parse_activation_quant(f.act_quant, &o.act_quant))
     throw Error("--act-quant", "unknown activation quantization", "per-token or per-tensor", f.act_quant);
-  if (find_quant_pass(f.method).integer_only) {
+  const MethodNeeds& needs = find_quant_method(f.method).needs;
+  if (needs.activations == ActivationRule::StaticOnly) {
     if (f.act_quant_given && o.act_quant != ActivationQuant::PerTensor)
       throw Error("--act-quant", "--method " + f.method + " quantizes activations statically: only per-tensor",
                   "per-tensor", f.act_quant);
     o.act_quant = ActivationQuant::PerTensor;
   }
-  if (f.weight_type_given && find_quant_pass(f.method).int8_activations)
+  if (f.weight_type_given && needs.stores == StoredKind::W8A8)
     throw Error("--bits", "--method " + f.method + " always writes int8 weights per output channel (" +
                               w8a8_quant_name(o.act_quant) + "); drop --bits, --group-size and --sym");
   return o;
@@ -121,7 +122,7 @@ int run_quantize_command(const QuantizeFlags& f) {
 
 std::vector<std::string> method_names() {
   std::vector<std::string> names;
-  for (const auto& p : quant_passes()) names.push_back(p.name);
+  for (const auto& m : quant_methods()) names.push_back(m.name);
   return names;
 }
 
@@ -130,7 +131,8 @@ std::vector<std::string> method_names() {
 Command add_quantize_command(CLI::App& root) {
   auto f = std::make_shared<QuantizeFlags>();
   std::string methods;
-  for (const auto& p : quant_passes()) methods += "\n  " + p.name + ": " + p.description;
+  for (const auto& m : quant_methods())
+    methods += "\n  " + m.name + ": " + m.description + "\n      (" + describe_needs(m.needs) + ")";
   CLI::App* app = root.add_subcommand(
       "quantize",
       "Quantize every decoder linear layer of a checkpoint with a pass and write a packed checkpoint folder "
