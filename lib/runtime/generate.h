@@ -5,13 +5,10 @@
 #include <functional>
 #include <vector>
 
+#include "runtime/decoder_choice.h"
 #include "runtime/model.h"
 
 namespace fsq {
-
-namespace cuda {
-class Decoder;
-}
 
 struct GenerateOptions {
   int64_t max_new_tokens = 32;
@@ -33,5 +30,11 @@ std::vector<int32_t> generate_greedy(const LlamaModel& model, const std::vector<
 std::vector<int32_t> generate_greedy_steps(cuda::Decoder& decoder, int64_t vocab, int64_t capacity,
                                            const std::vector<int32_t>& prompt, const GenerateOptions& opts,
                                            const std::function<void(int32_t)>& on_token = {});
+
+// Greedy generation on what choose_decoder picked for `model` (runtime/decoder_choice.h):
+// fsq's CUDA decoder, made here for batch 1 and `capacity` positions (generate_greedy_steps),
+// or the model's own layers (generate_greedy). choice.reload_on must have been acted on.
+std::vector<int32_t> generate_greedy(const LlamaModel& model, const DecoderChoice& choice, int64_t capacity,
+                                     const std::vector<int32_t>& prompt, const GenerateOptions& opts);
 
 }  // namespace fsq

@@ -43,10 +43,7 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   cfg.batch_size = f.batch_size;
   // --device cuda: the model loads on the CPU and runs on fsq's CUDA decoder where that can
   // (evaluate() says so in the report, or falls back to LibTorch's CUDA, or fails saying why).
-  cfg.cuda_decoder = bundled_cuda_requested(f.rt.device);
-  RuntimeFlags rt = f.rt;
-  if (cfg.cuda_decoder) rt.device = "cpu";
-  cfg.runtime = runtime_options(rt);
+  cfg.runtime = runtime_options(f.rt, &cfg.device);
   cfg.runtime.allow_nonfinite_weights = f.allow_nonfinite;
   cfg.runtime.intonly_token_inputs = f.intonly_inputs == "token";
   cfg.perplexity = !f.speed_only;

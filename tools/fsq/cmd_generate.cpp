@@ -1,5 +1,4 @@
 // fsq generate: greedy continuation of a prompt, a quick check that a model works.
-#include <ATen/Context.h>
 #include <c10/core/InferenceMode.h>
 
 #include <cstdio>
@@ -9,8 +8,7 @@
 #include "formats/safetensors.h"
 #include "formats/tokenizer.h"
 #include "options.h"
-#include "runtime/cuda/decode_model.h"
-#include "runtime/cuda_decode_spec.h"
+#include "runtime/decoder_choice.h"
 #include "runtime/generate.h"
 #include "runtime/model_files.h"
 #include "runtime/torch_bridge.h"
@@ -43,10 +41,8 @@ int run_generate(const GenerateFlags& f) {
   // --device cuda: the model loads on the CPU, and where fsq's CUDA decoder runs it (packed
   // uniform or LUT checkpoints, f32 models rounded to fp16) its steps run there, f16 values
   // between the ops; other models go to LibTorch's CUDA when it has it.
-  const bool try_bundled_cuda = bundled_cuda_requested(f.rt.device);
-  RuntimeFlags rt = f.rt;
-  if (try_bundled_cuda) rt.device = "cpu";
-  RuntimeOptions ro = runtime_options(rt);
+  DeviceRequest device;
+  RuntimeOptions ro = runtime_options(f.rt, &device);
   // Generation decodes with a KV cache, which the integer-only path does not keep: an intonly
   // checkpoint decodes on its float path (the same w8a8static linears).
   ro.integer_only = false;
@@ -70,25 +66,12 @@ int run_generate(const GenerateFlags& f) {
   std::vector<float> prompt_logits;
   if (!f.logits.empty()) go.prompt_logits = &prompt_logits;
   const int64_t capacity = static_cast<int64_t>(prompt.size()) + f.n;
-  CudaDecodeSpec spec;
-  std::unique_ptr<cuda::Decoder> decoder;
-  if (try_bundled_cuda) {
-    if (const std::string why = make_cuda_decode_spec(*model, capacity, &spec); why.empty()) {
-      if (const std::string e = cuda::make_device_decoder(spec.spec, 1, capacity, cuda::ActType::F16, true, &decoder);
-          !e.empty())
-        throw Error("--device " + f.rt.device, e);
-    } else if (!at::hasCUDA()) {
-      throw Error("--device " + f.rt.device, "fsq's CUDA decoder cannot run this model: " + why);
-    } else {
-      std::fprintf(stderr, "fsq: note: fsq's CUDA decoder cannot run this model (%s); LibTorch's CUDA runs it\n",
-                   why.c_str());
-      ro.device = parse_device(f.rt.device);
-      model = files.load(ro);
-    }
+  const DecoderChoice choice = choose_decoder(*model, device, capacity);
+  if (choice.reload_on) {
+    ro.device = *choice.reload_on;
+    model = files.load(ro);
   }
-  const std::vector<int32_t> out = decoder ? generate_greedy_steps(*decoder, model->config().vocab_size, capacity,
-                                                                   prompt, go)
-                                           : generate_greedy(*model, prompt, go);
+  const std::vector<int32_t> out = generate_greedy(*model, choice, capacity, prompt, go);
   std::printf("%s\n", tok->decode(out).c_str());
   if (f.ids) std::printf("ids: %s\n", ids_text(out).c_str());
   if (!f.logits.empty()) {

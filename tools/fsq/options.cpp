@@ -6,7 +6,6 @@
 
 #include "common/error.h"
 #include "common/output_path.h"
-#include "runtime/cuda/cuda_backend.h"
 #include "runtime/model.h"
 #include "runtime/threads.h"
 
@@ -40,11 +39,13 @@ void add_decode_flags(CLI::App* app, RuntimeFlags& flags) {
       ->check(CLI::IsMember({"int8", "f32"}));
 }
 
-RuntimeOptions runtime_options(const RuntimeFlags& flags) {
+RuntimeOptions runtime_options(const RuntimeFlags& flags, DeviceRequest* decoder) {
   RuntimeOptions ro;
   ro.int8_decode_activations = flags.decode_activations == "int8";
   ro.int8_prefill_activations = flags.prefill_activations == "int8";
-  ro.device = parse_device(flags.device);
+  const DeviceRequest device = parse_device_request(flags.device, decoder != nullptr);
+  ro.device = device.load_device;
+  if (decoder) *decoder = device;
   ro.compute_dtype = parse_compute_dtype(flags.dtype);
   return ro;
 }
@@ -54,20 +55,6 @@ c10::ScalarType parse_compute_dtype(const std::string& name) {
   if (name == "bf16" || name == "bfloat16") return at::kBFloat16;
   if (name == "f16" || name == "float16" || name == "fp16" || name == "half") return at::kHalf;
   throw Error("--dtype " + name, "unknown dtype; use f32, bf16 or f16");
-}
-
-c10::Device parse_device(const std::string& name) {
-  if (name == "cpu") return c10::Device(c10::kCPU);
-  if (name.rfind("cuda", 0) == 0) {
-    if (!at::hasCUDA())
-      throw Error("--device " + name, "this fsq build's LibTorch has no CUDA or no GPU is visible; use --device cpu");
-    return c10::Device(name);
-  }
-  throw Error("--device " + name, "unknown device; use cpu or cuda[:N]");
-}
-
-bool bundled_cuda_requested(const std::string& device) {
-  return (device == "cuda" || device == "cuda:0") && cuda::compiled();
 }
 
 int64_t parse_memory_size(const std::string& text, const std::string& option) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/progress.h"
+#include "runtime/decoder_choice.h"
 #include "runtime/model.h"
 
 namespace fsq::cli {
@@ -44,15 +45,12 @@ void add_runtime_flags(CLI::App* app, RuntimeFlags& flags);
 // --decode-activations int8|f32, for the commands that decode (eval, generate).
 void add_decode_flags(CLI::App* app, RuntimeFlags& flags);
 // --device, --dtype and --decode-activations parsed; throws fsq::Error naming the option.
-RuntimeOptions runtime_options(const RuntimeFlags& flags);
+// --device is parsed here only (fsq::parse_device_request): with `decoder` (fsq eval, fsq
+// generate) it is stored there, and cuda or cuda:0 with fsq's CUDA backend compiled asks for
+// fsq's CUDA decoder (the model then loads on the CPU; fsq::choose_decoder picks what runs it).
+RuntimeOptions runtime_options(const RuntimeFlags& flags, DeviceRequest* decoder = nullptr);
 // "float32" / "f32" / "bf16" / "bfloat16" / "fp16" / "float16" -> ScalarType; throws on others.
 c10::ScalarType parse_compute_dtype(const std::string& name);
-// "cpu" / "cuda" / "cuda:N"; throws fsq::Error when CUDA is asked for and not available.
-c10::Device parse_device(const std::string& name);
-// True when --device is cuda or cuda:0 and fsq's own CUDA backend is compiled
-// (lib/runtime/cuda): fsq generate then decodes on its CUDA decoder where that runs the model
-// (packed uniform checkpoints), whether or not LibTorch has CUDA.
-bool bundled_cuda_requested(const std::string& device);
 // "24G", "512M", "1.5G", "1073741824" -> bytes; throws fsq::Error naming `option`.
 int64_t parse_memory_size(const std::string& text, const std::string& option);
 // Applies --threads through fsq::set_threads; returns the count in effect.

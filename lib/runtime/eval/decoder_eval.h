@@ -8,17 +8,11 @@
 #include <functional>
 #include <memory>
 
+#include "runtime/decoder_choice.h"  // DecoderFactory, cuda::Decoder
 #include "runtime/eval/perplexity.h"
 #include "runtime/eval/speed.h"
 
 namespace fsq {
-
-namespace cuda {
-class Decoder;
-}
-
-// A decoder for `batch` sequences of `capacity` positions; throws fsq::Error when none can be made.
-using DecoderFactory = std::function<std::unique_ptr<cuda::Decoder>(int64_t batch, int64_t capacity)>;
 
 // ids int64 [B, T] (B <= batch, T <= capacity) -> fp32 logits [B, T, vocab] on the CPU: T
 // steps of `decoder` from position 0. Throws fsq::Error with the decoder's reason when a step

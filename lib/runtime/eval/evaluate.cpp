@@ -15,8 +15,8 @@
 #include "formats/checkpoint.h"
 #include "formats/tokenizer.h"
 #include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/decode_model.h"
-#include "runtime/cuda_decode_spec.h"
+#include "runtime/cuda/decode_model.h"  // cuda::Decoder, whose unique_ptr becomes a shared_ptr
+#include "runtime/decoder_choice.h"
 #include "runtime/eval/decoder_eval.h"
 #include "runtime/eval/perplexity.h"
 #include "runtime/eval/reference_cache.h"
@@ -193,21 +193,6 @@ int64_t decoder_capacity(const EvalConfig& cfg, int64_t max_positions) {
   return capacity;
 }
 
-// fsq's CUDA decoders for `m`, or "" and why it cannot run it (the spec is kept alive by the
-// factory).
-std::string cuda_decoder_factory(const LlamaModel& model, int64_t capacity, DecoderFactory* out) {
-  auto spec = std::make_shared<CudaDecodeSpec>();
-  if (std::string why = make_cuda_decode_spec(model, capacity, spec.get()); !why.empty()) return why;
-  *out = [spec](int64_t batch, int64_t positions) {
-    std::unique_ptr<cuda::Decoder> decoder;
-    if (const std::string e = cuda::make_device_decoder(spec->spec, batch, positions, cuda::ActType::F16, true, &decoder);
-        !e.empty())
-      throw Error("--device cuda", e);
-    return decoder;
-  };
-  return "";
-}
-
 }  // namespace
 
 EvalReport evaluate(const EvalConfig& cfg) {
@@ -224,24 +209,23 @@ EvalReport evaluate(const EvalConfig& cfg) {
 
   std::optional<Loaded> loaded(load_model(cfg.model_dir, ro));
   RuntimeOptions run_options = ro;
-  DecoderFactory decoder;
-  if (cfg.cuda_decoder) {
-    const int64_t max_positions = loaded->ckpt.config().max_position_embeddings;
-    const std::string why = cuda_decoder_factory(*loaded->model, decoder_capacity(cfg, max_positions), &decoder);
-    if (why.empty()) {
-      rep.device = "cuda (fsq's CUDA decoder: " + cuda::describe() + ")";
-      loaded->info.decode_path = "fsq's CUDA decoder: one CUDA graph per step, f16 values between the ops";
-      loaded->info.prefill_path = "token by token on fsq's CUDA decoder (perplexity windows too)";
-    } else if (!at::hasCUDA()) {
-      throw Error("--device cuda", "fsq's CUDA decoder cannot run this model: " + why);
-    } else {
-      std::fprintf(stderr, "fsq: note: fsq's CUDA decoder cannot run this model (%s); LibTorch's CUDA runs it\n",
-                   why.c_str());
-      run_options.device = c10::Device(c10::kCUDA, 0);
-      rep.device = run_options.device.str();
-      loaded.reset();
-      loaded.emplace(load_model(cfg.model_dir, run_options));
-    }
+  // The model's own layers unless fsq's CUDA decoder was asked for (the capacity, which checks
+  // --seq-len, is only worked out then; run_perplexity checks it otherwise).
+  const DecoderChoice choice =
+      cfg.device.cuda_decoder
+          ? choose_decoder(*loaded->model, cfg.device,
+                           decoder_capacity(cfg, loaded->ckpt.config().max_position_embeddings))
+          : DecoderChoice{};
+  const DecoderFactory& decoder = choice.cuda;
+  if (decoder) {
+    rep.device = "cuda (fsq's CUDA decoder: " + cuda::describe() + ")";
+    loaded->info.decode_path = "fsq's CUDA decoder: one CUDA graph per step, f16 values between the ops";
+    loaded->info.prefill_path = "token by token on fsq's CUDA decoder (perplexity windows too)";
+  } else if (choice.reload_on) {
+    run_options.device = *choice.reload_on;
+    rep.device = run_options.device.str();
+    loaded.reset();
+    loaded.emplace(load_model(cfg.model_dir, run_options));
   }
   const Loaded& m = *loaded;
   rep.model = m.info;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/progress.h"
+#include "runtime/decoder_choice.h"
 #include "runtime/model.h"
 #include "runtime/eval/report.h"
 #include "runtime/eval/speed.h"
@@ -27,12 +28,12 @@ struct EvalConfig {
   std::optional<int64_t> seq_len;  // default: kDefaultSeqLen capped at the model's maximum
   int64_t max_windows = 0;         // 0: all
   int64_t batch_size = 0;          // 0: auto_batch_size
-  RuntimeOptions runtime;          // device and compute dtype
-  // --device cuda with fsq's CUDA backend compiled: `runtime` loads on the CPU, and the model's
-  // windows and decode steps run on fsq's CUDA decoder (runtime/cuda/decode_model.h) where it
-  // can run the model; elsewhere the model reloads on LibTorch's CUDA if it has one, else the
-  // run fails saying why.
-  bool cuda_decoder = false;
+  RuntimeOptions runtime;          // device (device.load_device) and compute dtype
+  // --device as parsed. With device.cuda_decoder `runtime` loads on the CPU, and the model's
+  // windows and decode steps run on what choose_decoder picks (runtime/decoder_choice.h):
+  // fsq's CUDA decoder where it can run the model; elsewhere the model reloads on LibTorch's
+  // CUDA if it has one, else the run fails saying why.
+  DeviceRequest device;
   int threads = 0;                 // as applied by the caller (stamped into the report)
   std::string thread_waits;        // the caller's worker wait settings (stamped into the report)
   bool perplexity = true;          // false: --speed-only
