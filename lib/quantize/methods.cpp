@@ -97,9 +97,11 @@ std::string methods_where(const std::function<bool(const MethodNeeds&)>& pred, c
 }
 
 std::string describe_needs(const MethodNeeds& n) {
-  std::string widths;
-  for (size_t i = 0; i < n.widths.size(); ++i) widths += (i == 0 ? "" : "/") + std::to_string(n.widths[i]);
-  std::string out = n.stores == StoredKind::W8A8 ? "int8 weights, no --bits" : "--bits " + widths;
+  std::string out = n.stores == StoredKind::W8A8 ? "int8 weights, no --bits" : "--bits ";
+  for (size_t i = 0; n.stores != StoredKind::W8A8 && i < n.widths.size(); ++i) {
+    if (i > 0) out += '/';
+    out += std::to_string(n.widths[i]);
+  }
   if (n.stores == StoredKind::Uniform) out += ", --group-size";
   if (n.windows == CalibrationWindows::Always)
     out += n.calib_file == CalibrationFileUse::Stats ? "; --calib-data TEXT (or --calib FILE with a fixed --alpha)"

@@ -59,10 +59,13 @@ QuantizeInputs resolve_quantize_inputs(const QuantizeConfig& cfg) {
                                          : ""));
   in.use_fisher = needs.calib_file == CalibrationFileUse::Fisher && lut_needs_fisher(cfg.lut);
   if (!w8a8 && std::find(needs.widths.begin(), needs.widths.end(), cfg.quant.bits) == needs.widths.end()) {
-    std::string widths;
-    for (size_t i = 0; i < needs.widths.size(); ++i)
-      widths += (i == 0 ? "" : i + 1 == needs.widths.size() ? " or " : ", ") + std::to_string(needs.widths[i]);
-    throw Error("--bits", method + " stores " + widths + "-bit codes", widths, std::to_string(cfg.quant.bits));
+    std::string widths, codes;  // "3 or 4", "3- or 4-bit codes"
+    for (size_t i = 0; i < needs.widths.size(); ++i) {
+      const std::string sep = i == 0 ? "" : i + 1 == needs.widths.size() ? " or " : ", ";
+      widths += sep + std::to_string(needs.widths[i]);
+      codes += (i == 0 ? "" : "-" + sep) + std::to_string(needs.widths[i]);
+    }
+    throw Error("--bits", method + " stores " + codes + "-bit codes", widths, std::to_string(cfg.quant.bits));
   }
   if (cfg.calib_file && needs.calib_file == CalibrationFileUse::None)
     throw Error("--calib", "only --method " +
