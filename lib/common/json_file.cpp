@@ -33,4 +33,17 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   }
 }
 
+void check_known_keys(const nlohmann::json& object, std::initializer_list<std::string_view> known,
+                      const std::string& where) {
+  if (!object.is_object()) return;
+  for (const auto& item : object.items()) {
+    bool found = false;
+    for (std::string_view k : known) found = found || k == item.key();
+    if (found) continue;
+    std::string names;
+    for (std::string_view k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+    throw Error(where, "unknown key " + quote_name(item.key()) + " (known: " + names + ")");
+  }
+}
+
 }  // namespace fsq

@@ -1,5 +1,6 @@
 #include "plan/cluster.h"
 
+#include <cmath>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -15,7 +16,7 @@ constexpr int kMaxDevices = 64;
 
 double positive(const nlohmann::json& j, const char* key, double fallback, const std::string& where) {
   if (!j.contains(key)) return fallback;
-  if (!j[key].is_number() || !(j[key].get<double>() > 0))
+  if (!j[key].is_number() || !(j[key].get<double>() > 0) || !std::isfinite(j[key].get<double>()))
     throw Error(where, std::string("'") + key + "' must be a positive number (GB/s)");
   return j[key].get<double>();
 }
@@ -45,12 +46,15 @@ std::string Cluster::describe() const {
 Cluster cluster_from_json(const nlohmann::json& j, const GpuSpecTable& gpus, const std::string& source) {
   if (!j.is_object() || !j.contains("devices") || !j["devices"].is_array() || j["devices"].empty())
     throw Error(source, "expected an object with a non-empty \"devices\" array");
+  // A misspelt key ("cout", "Count", "inter_nodes_gbs") is refused, not ignored for its default.
+  check_known_keys(j, {"devices", "links", "_about"}, source);
   Cluster c;
   for (size_t i = 0; i < j["devices"].size(); ++i) {
     const auto& e = j["devices"][i];
     std::string where = source + ": devices[" + std::to_string(i) + "]";
     if (!e.is_object() || !e.contains("type") || !e["type"].is_string())
       throw Error(where, "missing string 'type' (a GPU type such as \"T4-16G\")");
+    check_known_keys(e, {"type", "count", "node"}, where);
     const GpuSpec& spec = gpus.find(e["type"].get<std::string>(), where);
     int64_t count = 1;
     if (e.contains("count")) {
@@ -72,6 +76,7 @@ Cluster cluster_from_json(const nlohmann::json& j, const GpuSpecTable& gpus, con
     const auto& l = j["links"];
     std::string where = source + ": links";
     if (!l.is_object()) throw Error(where, "expected an object");
+    check_known_keys(l, {"intra_node_gbs", "inter_node_gbs", "pairs"}, where);
     c.intra_node_gbs = positive(l, "intra_node_gbs", c.intra_node_gbs, where);
     c.inter_node_gbs = positive(l, "inter_node_gbs", c.inter_node_gbs, where);
     if (l.contains("pairs")) {
@@ -82,6 +87,8 @@ Cluster cluster_from_json(const nlohmann::json& j, const GpuSpecTable& gpus, con
         if (!p.is_object() || !p.contains("nodes") || !p["nodes"].is_array() || p["nodes"].size() != 2 ||
             !p["nodes"][0].is_string() || !p["nodes"][1].is_string())
           throw Error(pw, "'nodes' must be two node names");
+        check_known_keys(p, {"nodes", "gbs"}, pw);
+        if (!p.contains("gbs")) throw Error(pw, "missing 'gbs' (GB/s between the two nodes)");
         c.pairs.push_back({p["nodes"][0].get<std::string>(), p["nodes"][1].get<std::string>(), positive(p, "gbs", 0, pw)});
         if (c.pairs.back().gbs <= 0) throw Error(pw, "missing 'gbs'");
       }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -18,7 +20,7 @@ double positive_number(const nlohmann::json& entry, const char* key, const std::
   if (!entry.contains(key) || !entry[key].is_number())
     throw Error(where, std::string("missing number '") + key + "'");
   double v = entry[key].get<double>();
-  if (!(v > 0 || (allow_zero && v == 0))) throw Error(where, std::string("'") + key + "' must be positive");
+  if (!std::isfinite(v) || !(v > 0 || (allow_zero && v == 0))) throw Error(where, std::string("'") + key + "' must be positive");
   return v;
 }
 
@@ -33,12 +35,14 @@ bool same_gpu_type(const std::string& a, const std::string& b) {
 GpuSpecTable GpuSpecTable::from_json(const nlohmann::json& j, const std::string& source) {
   if (!j.is_object() || !j.contains("gpus") || !j["gpus"].is_array())
     throw Error(source, "expected an object with a \"gpus\" array");
+  check_known_keys(j, {"gpus", "_about"}, source);
   GpuSpecTable table;
   for (size_t i = 0; i < j["gpus"].size(); ++i) {
     const auto& e = j["gpus"][i];
     std::string where = source + ": gpus[" + std::to_string(i) + "]";
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || e["name"].get<std::string>().empty())
       throw Error(where, "missing string 'name'");
+    check_known_keys(e, {"name", "memory_gib", "fp16_tflops", "int8_tops", "bandwidth_gbs"}, where);
     GpuSpec s;
     s.name = e["name"].get<std::string>();
     s.memory_gib = positive_number(e, "memory_gib", where, false);

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/json_file.h"
+#include "common/widths.h"
 
 namespace fsq::plan {
 namespace {
@@ -186,15 +187,22 @@ LatencyProfile profile_from_json(const nlohmann::json& j, const std::string& sou
     throw Error(source, "not a latency profile (expected \"kind\": \"latency profile\", as fsq profile writes)");
   LatencyProfile p;
   p.source = source;
+  // Every key fsq profile writes (profile_to_json, plus its report's invocation); any other is refused.
+  check_known_keys(j, {"kind", "device", "measured_on", "model", "widths", "fits", "fit_terms", "samples", "widths_stored_as",
+                       "producer", "invocation"},
+                   source);
   if (!j.contains("device") || !j["device"].is_object()) throw Error(source, "missing object 'device'");
+  check_known_keys(j["device"], {"name", "memory_gib"}, source + ": device");
   p.device = get_string(j["device"], "name", source + ": device");
-  if (!j["device"].contains("memory_gib") || !j["device"]["memory_gib"].is_number() || !(j["device"]["memory_gib"].get<double>() > 0))
+  if (!j["device"].contains("memory_gib") || !j["device"]["memory_gib"].is_number() || !(j["device"]["memory_gib"].get<double>() > 0) ||
+      !std::isfinite(j["device"]["memory_gib"].get<double>()))
     throw Error(source, "device: 'memory_gib' must be a positive number");
   p.memory_gib = j["device"]["memory_gib"].get<double>();
   p.measured_on = j.value("measured_on", "");
   if (!j.contains("model") || !j["model"].is_object()) throw Error(source, "missing object 'model'");
   const auto& m = j["model"];
   const std::string mw = source + ": model";
+  check_known_keys(m, {"name", "hidden", "ffn", "heads", "kv_heads", "vocab", "path"}, mw);
   p.model_name = get_string(m, "name", mw);
   p.hidden = get_count(m, "hidden", mw, 1);
   p.ffn = get_count(m, "ffn", mw, 1);
@@ -203,17 +211,19 @@ LatencyProfile profile_from_json(const nlohmann::json& j, const std::string& sou
   p.vocab = get_count(m, "vocab", mw, 1);
   if (!j.contains("widths") || !j["widths"].is_array() || j["widths"].empty()) throw Error(source, "missing array 'widths'");
   for (const auto& b : j["widths"]) {
-    if (!b.is_number_integer() || !is_supported_width(b.get<int>())) throw Error(source, "'widths' must hold 3, 4, 8 or 16");
-    p.widths.push_back(b.get<int>());
+    const int w = width_from_json(b, source, "widths");  // common/widths.h: no wrap past 2^31
+    if (!is_supported_width(w)) throw Error(source, "'widths' must hold 3, 4, 8 or 16");
+    p.widths.push_back(w);
   }
   if (!j.contains("samples") || !j["samples"].is_array()) throw Error(source, "missing array 'samples'");
   for (size_t i = 0; i < j["samples"].size(); ++i) {
     const auto& s = j["samples"][i];
     const std::string where = source + ": samples[" + std::to_string(i) + "]";
     if (!s.is_object()) throw Error(where, "expected an object");
+    check_known_keys(s, {"phase", "bits", "batch", "tokens", "context", "seconds"}, where);
     ProfileSample x;
     x.phase = parse_phase(s.value("phase", nlohmann::json()), where);
-    x.bits = static_cast<int>(get_count(s, "bits", where, 0));
+    x.bits = s.contains("bits") && s["bits"] == 0 ? 0 : width_from_json(s.value("bits", nlohmann::json()), where, "bits");
     if (x.bits != 0 && std::find(p.widths.begin(), p.widths.end(), x.bits) == p.widths.end())
       throw Error(where, "'bits' " + std::to_string(x.bits) + " is not one of the profile's widths (0: the head)");
     x.batch = get_count(s, "batch", where, 1);
@@ -221,6 +231,7 @@ LatencyProfile profile_from_json(const nlohmann::json& j, const std::string& sou
     x.context = get_count(s, "context", where, 0);
     if (!s.contains("seconds") || !s["seconds"].is_number()) throw Error(where, "missing number 'seconds'");
     x.seconds = s["seconds"].get<double>();
+    if (!(std::isfinite(x.seconds) && x.seconds > 0)) throw Error(where, "'seconds' must be positive (a finite number of seconds)");
     p.samples.push_back(x);
   }
   fit_profile(p);

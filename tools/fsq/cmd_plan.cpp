@@ -21,6 +21,7 @@
 #include "plan/plan_report.h"
 #include "plan/planner.h"
 #include "provenance.h"
+#include "width_option.h"
 #include "quantize/variance_indicator.h"
 
 namespace fsq::cli {
@@ -31,7 +32,8 @@ struct Flags {
   int64_t group_size = 128;
   int64_t prompt_len = 512, new_tokens = 100, batch = 32;
   int kv_bits = 16;
-  std::vector<int> bits = {3, 4, 8, 16};
+  std::vector<std::string> bits_text = {"3", "4", "8", "16"};  // --bits, through parse_width into bits
+  std::vector<int> bits;
   double theta = 0, max_omega = -1, target_bits = -1;
   int quality_of = 0;
   std::string solver = "ilp";
@@ -361,16 +363,39 @@ Command add_plan_command(CLI::App& root) {
   app->add_option("--prompt-len", f->prompt_len, "prompt tokens per sequence")->capture_default_str();
   app->add_option("--new-tokens", f->new_tokens, "generated tokens per sequence")->capture_default_str();
   app->add_option("--batch", f->batch, "sequences in the batch")->capture_default_str();
-  app->add_option("--kv-bits", f->kv_bits, "KV cache width: 4, 8 or 16")->capture_default_str();
-  app->add_option("--bits", f->bits, "weight widths to choose from, increasing (3, 4, 8, 16)")->delimiter(',')->capture_default_str();
+  app->add_option("--kv-bits", f->kv_bits, "KV cache width: 4, 8 or 16")->capture_default_str()->check(width_check());
+  // Read by fsq::parse_width when the command runs (exit 1 with one line, like the planners' own
+  // width checks), not converted by CLI11.
+  app->add_option("--bits", f->bits_text, "weight widths to choose from, increasing (3, 4, 8, 16)")
+      ->delimiter(',')
+      ->capture_default_str();
   app->add_option("--theta", f->theta,
                   "seconds of latency one unit of summed omega is worth; 0 (default): keep the quality indicator no "
                   "worse than PipeEdge's plan and minimize latency")
       ->capture_default_str();
-  app->add_option("--max-omega", f->max_omega, "quality budget: summed omega at most this");
+  // A budget given must be a finite number (NaN, a negative budget or -1 were taken as "no budget").
+  auto budget = [](bool zero_ok) {
+    return CLI::Validator(
+        [zero_ok](std::string& text) -> std::string {
+          double v = 0;
+          try {
+            size_t used = 0;
+            v = std::stod(text, &used);
+            if (used != text.size()) return "expected a number, got " + text;
+          } catch (const std::exception&) {
+            return "expected a number, got " + text;
+          }
+          if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0))
+            return std::string("expected a finite number ") + (zero_ok ? ">= 0" : "> 0") + ", got " + text;
+          return {};
+        },
+        "NUMBER", "budget");
+  };
+  app->add_option("--max-omega", f->max_omega, "quality budget: summed omega at most this")->check(budget(true));
   app->add_option("--quality-of", f->quality_of,
-                  "quality budget: summed omega no worse than every layer at this width (e.g. 8: int8-equivalent)");
-  app->add_option("--target-bits", f->target_bits, "average weight bits at most this");
+                  "quality budget: summed omega no worse than every layer at this width (e.g. 8: int8-equivalent)")
+      ->check(width_check());
+  app->add_option("--target-bits", f->target_bits, "average weight bits at most this")->check(budget(false));
   app->add_option("--solver", f->solver, "ilp or heuristic")->check(CLI::IsMember({"ilp", "heuristic"}))->capture_default_str();
   app->add_option("--time-limit", f->time_limit, "seconds per ILP solve")->check(CLI::PositiveNumber)->capture_default_str();
   app->add_option("--layers-per-group", f->group, "consecutive layers per ILP group (0: auto, at most 24 groups)")
@@ -394,7 +419,11 @@ Command add_plan_command(CLI::App& root) {
                         "fsq plan --model DIR --calib calib.safetensors --bits 3,4,8 --target-bits 4 --per-linear --out plan.json",
                         "fsq profile --model DIR --out cpu.json && fsq plan --model DIR --gpu cpu --profile cpu.json",
                         "fsq plan --list-gpus"}));
-  return Command{app, [f] { return run_plan(*f); }};
+  return Command{app, [f] {
+    f->bits.clear();
+    for (const std::string& text : f->bits_text) f->bits.push_back(parse_width(text, "--bits"));
+    return run_plan(*f);
+  }};
 }
 
 }  // namespace fsq::cli

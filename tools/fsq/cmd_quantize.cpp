@@ -11,6 +11,7 @@
 #include "interrupt.h"
 #include "options.h"
 #include "plan_file.h"
+#include "width_option.h"
 #include "provenance.h"
 #include "quantize/head_quant.h"
 #include "quantize/method.h"
@@ -141,7 +142,7 @@ Command add_quantize_command(CLI::App& root) {
   app->add_option("--model", f->model, "Hugging Face checkpoint folder")->required()->check(CLI::ExistingPath);
   app->add_option("--out", f->out, "packed checkpoint folder to create")->required();
   app->add_option("--method", f->method, "quantizer pass")->capture_default_str()->check(CLI::IsMember(method_names()));
-  app->add_option("--bits", f->bits, "bits per weight")->capture_default_str()->check(CLI::IsMember(supported_bits()));
+  app->add_option("--bits", f->bits, "bits per weight")->capture_default_str()->check(width_check())->check(CLI::IsMember(supported_bits()));
   app->add_option("--group-size", f->group_size, "input columns per scale (0: one group per output channel)")
       ->capture_default_str()
       ->check(CLI::IsMember(supported_group_sizes()));
@@ -150,6 +151,7 @@ Command add_quantize_command(CLI::App& root) {
                   "token embedding and output head: 8 (w8g64s), 4 (w4g32a) or 16 (kept as in the source); on a small "
                   "model they are most of a decode step's bytes")
       ->capture_default_str()
+      ->check(width_check())
       ->check(CLI::IsMember({4, 8, 16}));
   app->add_option("--plan", f->plan,
                   "mixed precision: the width of each layer (plan.bits_per_layer) or, from fsq plan --per-linear, of "

@@ -1,0 +1,219 @@
+// Inputs every command reads, refused in one line naming the option or the file and key (issue
+// 58 items 4 and 5): one width parser (common/widths.h) for command-line widths and the widths
+// of plan and profile files, so 2^32 + 4 is never taken as 4; unknown keys and impossible
+// values in plan, cluster, GPU-table and profile files.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_support.h"
+#include "text_files.h"
+
+namespace fsq::clitest {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr const char* kWrapped = "4294967300";  // 2^32 + 4: get<int>() made it 4
+
+void expect_error(const RunResult& r, const std::string& names, const std::string& what, int code = 1) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(names), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+}
+
+class CliInputs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(stories260k_dir() / "model.safetensors")) return;
+    dir_ = make_temp_dir("fsq-cli-inputs");
+  }
+  // A 4-bit rtn checkpoint (for export --plan) and a profile (fsq profile), made when a test needs them.
+  static void need_w4() {
+    if (fs::exists(dir_ / "w4")) return;
+    RunResult q = run_fsq({"quantize", "--model", stories260k_dir().string(), "--method", "rtn", "--bits", "4",
+                           "--threads", "1", "--progress", "off", "--out", (dir_ / "w4").string()});
+    ASSERT_EQ(q.exit_code, 0) << q.err;
+  }
+  static void need_profile() {
+    if (fs::exists(dir_ / "cpu.json")) return;
+    RunResult p = run_fsq({"profile", "--model", stories260k_dir().string(), "--prefill-batches", "1,2",
+                           "--prefill-lengths", "8,16,32", "--decode-batches", "1,2", "--decode-contexts", "8,32",
+                           "--decode-steps", "2", "--min-seconds", "0", "--threads", "1", "--widths", "4",
+                           "--work-dir", dir_.string(), "--out", (dir_ / "cpu.json").string()});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+  }
+  static void TearDownTestSuite() {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  void SetUp() override { FSQ_REQUIRE_STORIES260K(); }
+
+  static fs::path write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    testing::write_file(p, text);
+    return p;
+  }
+  static RunResult plan(std::vector<std::string> extra) {
+    std::vector<std::string> a = {"plan", "--model", stories260k_dir().string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_fsq(a);
+  }
+  static RunResult quantize_plan(const fs::path& plan_file, const std::string& out) {
+    return run_fsq({"quantize", "--model", stories260k_dir().string(), "--method", "rtn", "--plan", plan_file.string(),
+                    "--threads", "1", "--progress", "off", "--out", (dir_ / out).string()});
+  }
+  static RunResult export_plan(const fs::path& plan_file, const std::string& out) {
+    need_w4();
+    return run_fsq({"export", "--format", "compressed-tensors", "--plan", plan_file.string(), (dir_ / "w4").string(),
+                    (dir_ / out).string()});
+  }
+  // The profile fsq profile wrote, changed by `edit`.
+  template <class F>
+  static fs::path profile_with(const std::string& name, F edit) {
+    need_profile();
+    nlohmann::json j = read_json(dir_ / "cpu.json");
+    edit(j);
+    return write(name, j.dump());
+  }
+
+  static inline fs::path dir_;
+};
+
+// Item 4: plan widths above 2^31 wrapped silently: quantize --plan quantized 2^32 + 4 as 4 bits
+// and export --plan accepted it for a 4-bit checkpoint.
+TEST_F(CliInputs, PlanWidthsPastIntAreRefusedNotWrapped) {
+  const std::string five = std::string("[") + kWrapped + ", 4, 4, 4, 4]";
+  const fs::path per_layer = write("wrap.json", R"({"plan": {"bits_per_layer": )" + five + "}}");
+  expect_error(quantize_plan(per_layer, "q-wrap"), per_layer.string(), "plan.bits_per_layer[0]");
+  EXPECT_FALSE(fs::exists(dir_ / "q-wrap"));
+  expect_error(export_plan(per_layer, "ct-wrap"), per_layer.string(), "plan.bits_per_layer[0]");
+  EXPECT_FALSE(fs::exists(dir_ / "ct-wrap"));
+
+  nlohmann::json layers = nlohmann::json::array();
+  for (int i = 0; i < kStoriesLayers; ++i)
+    layers.push_back({{"q_proj", 4}, {"k_proj", 4}, {"v_proj", 4}, {"o_proj", 4}, {"gate_proj", 4}, {"up_proj", 4},
+                      {"down_proj", nlohmann::json::parse(kWrapped)}});
+  const fs::path per_linear = write("wrap-linear.json", nlohmann::json{{"plan", {{"bits_per_linear", layers}}}}.dump());
+  expect_error(quantize_plan(per_linear, "q-wrap-linear"), per_linear.string(), "plan.bits_per_linear[0].down_proj");
+  EXPECT_FALSE(fs::exists(dir_ / "q-wrap-linear"));
+
+  // Negative, fractional and string widths: the same parser.
+  for (const char* bad : {"-4", "4.0", "\"4\"", "0", "17"}) {
+    SCOPED_TRACE(bad);
+    const fs::path p = write("bad-width.json", std::string(R"({"plan": {"bits_per_layer": [4, 4, )") + bad + ", 4, 4]}}");
+    expect_error(quantize_plan(p, "q-bad"), p.string(), "plan.bits_per_layer[2]");
+  }
+  // A plan of 4-bit layers still applies (the parser takes what fsq plan writes).
+  const fs::path ok = write("ok.json", R"({"plan": {"bits_per_layer": [4, 4, 4, 4, 4]}})");
+  const RunResult r = export_plan(ok, "ct-ok");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Item 4: every command's width options go through the same parser.
+TEST_F(CliInputs, WidthOptionsShareOneParser) {
+  const std::string calib = write("calib.safetensors", "not read: the widths are refused first").string();
+  for (const std::string& bits : {std::string(kWrapped), std::string("3,") + kWrapped, std::string("3,x")}) {
+    SCOPED_TRACE(bits);
+    expect_error(plan({"--gpu", "A100-40G", "--bits", bits}), "--bits", "not a whole number of bits from 1 to 16");
+    expect_error(plan({"--calib", calib, "--target-bits", "3.5", "--bits", bits}), "--bits",
+                 "not a whole number of bits from 1 to 16");
+  }
+  expect_error(plan({"--gpu", "A100-40G", "--kv-bits", kWrapped}), "--kv-bits", "not a whole number of bits from 1 to 16", 2);
+  expect_error(plan({"--gpu", "A100-40G", "--quality-of", "-1"}), "--quality-of", "not a whole number of bits", 2);
+  for (const char* option : {"--bits", "--head-bits"})
+    expect_error(run_fsq({"quantize", "--model", stories260k_dir().string(), option, kWrapped, "--out",
+                          (dir_ / "q-opt").string()}),
+                 option, "not a whole number of bits from 1 to 16", 2);
+  EXPECT_FALSE(fs::exists(dir_ / "q-opt"));
+}
+
+// Item 5: cluster and GPU-table files: unknown (misspelt) keys and impossible values.
+TEST_F(CliInputs, ClusterAndGpuTableKeysAreChecked) {
+  struct Case {
+    std::string json, names, what;
+  };
+  const std::vector<Case> clusters = {
+      {R"({"devices": [{"type": "A100-40G", "cout": 2}]})", "devices[0]", "unknown key 'cout'"},
+      {R"({"devices": [{"type": "A100-40G", "Count": 2}]})", "devices[0]", "unknown key 'Count'"},
+      {R"({"devices": [{"type": "A100-40G"}], "link": {}})", "", "unknown key 'link'"},
+      {R"({"devices": [{"type": "A100-40G", "node": "a"}], "links": {"inter_nodes_gbs": 10}})", "links",
+       "unknown key 'inter_nodes_gbs'"},
+      {R"({"devices": [{"type": "A100-40G", "node": "a"}], "links": {"pairs": [{"nodes": ["a", "b"], "gbps": 5}]}})",
+       "links.pairs[0]", "unknown key 'gbps'"},
+      {R"({"devices": [{"type": "A100-40G", "node": "a"}], "links": {"inter_node_gbs": 0}})", "links", "positive"},
+  };
+  int n = 0;
+  for (const Case& c : clusters) {
+    SCOPED_TRACE(c.json);
+    const fs::path f = write("cluster" + std::to_string(n++) + ".json", c.json);
+    expect_error(plan({"--cluster", f.string()}), f.string() + ": " + c.names, c.what);
+  }
+  const fs::path gpus = write("gpus.json", R"({"gpus": [{"name": "X1", "memory_gib": 8, "fp16_tflops": 10,
+      "int8_tops": 0, "bandwidth_gbs": 10, "bandwith_gbs": 20}]})");
+  expect_error(plan({"--gpu", "X1", "--gpu-specs", gpus.string()}), gpus.string(), "unknown key 'bandwith_gbs'");
+  const fs::path zero = write("gpus0.json", R"({"gpus": [{"name": "X1", "memory_gib": 8, "fp16_tflops": 10,
+      "int8_tops": 0, "bandwidth_gbs": 0}]})");
+  expect_error(plan({"--gpu", "X1", "--gpu-specs", zero.string()}), zero.string(), "bandwidth_gbs");
+  // A correct file plans.
+  const fs::path ok = write("cluster-ok.json", R"({"devices": [{"type": "A100-40G", "count": 2, "node": "a"}],
+      "links": {"intra_node_gbs": 100, "inter_node_gbs": 10}})");
+  EXPECT_EQ(plan({"--cluster", ok.string()}).exit_code, 0);
+}
+
+// Item 5: budgets given on the command line must be numbers that can be met: NaN or a negative
+// --max-omega / --target-bits were taken as "no budget".
+TEST_F(CliInputs, NegativeOrNanBudgetsAreRefused) {
+  for (const char* v : {"-5", "nan", "inf"}) {
+    SCOPED_TRACE(v);
+    expect_error(plan({"--gpu", "A100-40G", "--max-omega", v}), "--max-omega", "finite number", 2);
+    expect_error(plan({"--gpu", "A100-40G", "--target-bits", v}), "--target-bits", "finite number", 2);
+  }
+  expect_error(plan({"--gpu", "A100-40G", "--target-bits", "0"}), "--target-bits", "> 0", 2);
+}
+
+// Item 5: plan files: an unknown key, and a budget that is not a number.
+TEST_F(CliInputs, PlanFileKeysAreChecked) {
+  const fs::path typo = write("typo.json", R"({"plan": {"bits_per_layer": [4, 4, 4, 4, 4], "stage": []}})");
+  expect_error(quantize_plan(typo, "q-typo"), typo.string() + ": plan", "unknown key 'stage'");
+  const fs::path top = write("top.json", R"({"plan": {"bits_per_layer": [4, 4, 4, 4, 4]}, "model_sha": "x"})");
+  expect_error(export_plan(top, "ct-top"), top.string(), "unknown key 'model_sha'");
+  const fs::path nan = write("nan.json", R"({"plan": {"bits_per_layer": [4, 4, 4, 4, 4]}, "target_bits": null})");
+  expect_error(quantize_plan(nan, "q-nan"), nan.string(), "'target_bits'");
+  const fs::path neg = write("neg.json", R"({"plan": {"bits_per_layer": [4, 4, 4, 4, 4]}, "target_bits": -3})");
+  expect_error(quantize_plan(neg, "q-neg"), neg.string(), "'target_bits'");
+  for (const char* out : {"q-typo", "ct-top", "q-nan", "q-neg"}) EXPECT_FALSE(fs::exists(dir_ / out)) << out;
+  // What fsq plan writes is read back: every key it writes is known.
+  const fs::path made = dir_ / "made.json";
+  ASSERT_EQ(plan({"--gpu", "A100-40G", "--bits", "4,16", "--out", made.string()}).exit_code, 0);
+  const RunResult q = quantize_plan(made, "q-made");
+  EXPECT_EQ(q.exit_code, 0) << q.err;
+}
+
+// Item 5: profile files: unknown keys, widths past int, impossible times and memory.
+TEST_F(CliInputs, ProfileFileKeysAndValuesAreChecked) {
+  auto run_with = [](const fs::path& p) {
+    return plan({"--gpu", "cpu", "--profile", p.string(), "--bits", "4", "--batch", "2", "--prompt-len", "16",
+                 "--new-tokens", "4"});
+  };
+  need_profile();
+  ASSERT_EQ(run_with(dir_ / "cpu.json").exit_code, 0);
+  const fs::path extra = profile_with("p-extra.json", [](nlohmann::json& j) { j["devcie"] = j["device"]; });
+  expect_error(run_with(extra), extra.string(), "unknown key 'devcie'");
+  const fs::path sample = profile_with("p-sample.json", [](nlohmann::json& j) { j["samples"][0]["second"] = 1; });
+  expect_error(run_with(sample), sample.string() + ": samples[0]", "unknown key 'second'");
+  const fs::path wrap = profile_with("p-wrap.json", [](nlohmann::json& j) { j["widths"][0] = 4294967300ULL; });
+  expect_error(run_with(wrap), wrap.string(), "'widths'");
+  const fs::path bits = profile_with("p-bits.json", [](nlohmann::json& j) {
+    for (auto& s : j["samples"])
+      if (s["bits"] == 4) s["bits"] = 4294967300ULL;
+  });
+  expect_error(run_with(bits), bits.string(), "'bits'");
+  const fs::path neg = profile_with("p-neg.json", [](nlohmann::json& j) { j["samples"][0]["seconds"] = -1; });
+  expect_error(run_with(neg), neg.string() + ": samples[0]", "'seconds'");
+  const fs::path mem = profile_with("p-mem.json", [](nlohmann::json& j) { j["device"]["memory_gib"] = 0; });
+  expect_error(run_with(mem), mem.string(), "memory_gib");
+}
+
+}  // namespace
+}  // namespace fsq::clitest
