@@ -38,9 +38,23 @@ const std::vector<Preset>& presets() {
   return table;
 }
 
+// The largest value the planner takes for a config field: far above any published model, low
+// enough that the sizes computed from them stay in int64 and their tables fit in memory (a
+// num_hidden_layers of 10^12 ended in std::bad_alloc).
+int64_t config_limit(const std::string& key) {
+  if (key == "num_hidden_layers" || key == "n_layer") return 4096;
+  if (key == "vocab_size") return int64_t{1} << 24;
+  if (key == "max_position_embeddings") return int64_t{1} << 30;
+  return int64_t{1} << 20;  // widths and head counts
+}
+
 int64_t positive_int(const nlohmann::json& j, const char* key, const std::string& source) {
   if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() <= 0)
     throw Error(source, std::string("config field '") + key + "' must be a positive integer");
+  if (j[key].is_number_unsigned() ? j[key].get<uint64_t>() > static_cast<uint64_t>(config_limit(key))
+                                  : j[key].get<int64_t>() > config_limit(key))
+    throw Error(source, std::string("config field '") + key + "' is " + j[key].dump() + "; the planner takes at most " +
+                            std::to_string(config_limit(key)) + " (fix the config)");
   return j[key].get<int64_t>();
 }
 

@@ -15,6 +15,8 @@ DeviceRequest parse_device_request(const std::string& name, bool fsq_decoder) {
   DeviceRequest r;
   r.name = name;
   r.cuda_decoder = fsq_decoder && (name == "cuda" || name == "cuda:0") && cuda::compiled();
+  if (r.cuda_decoder && cuda::device_count() == 0 && !at::hasCUDA())  // before the model loads
+    throw Error("--device " + name, "no GPU is visible; use --device cpu");
   if (r.cuda_decoder || name == "cpu") return r;  // fsq's decoder: the model loads on the CPU
   if (name.rfind("cuda", 0) == 0) {
     if (!at::hasCUDA())

@@ -256,6 +256,10 @@ int run_gguf(const ExportFlags& f) {
 }
 
 int run_export(const ExportFlags& f) {
+  // Every export format is written on the CPU: --device (shared with the commands that run a
+  // model) would otherwise be ignored silently.
+  if (f.rt.device != "cpu")
+    throw Error("--device " + f.rt.device, "fsq export runs on the CPU (it computes no forward pass); drop --device");
   if (f.format == "gguf") return run_gguf(f);
   if (f.format == "compressed-tensors") return run_compressed_tensors(f);
   return run_autoawq(f);

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,25 @@ int fail(int code, std::string msg) {
     if (c == '\n' || c == '\r') c = ' ';
   std::fprintf(stderr, "fsq: error: %s\n", msg.c_str());
   return code;
+}
+
+// What to do when memory runs out, for every command (eval --batch-size, calibrate and
+// quantize --batch-size/--samples/--seq-len size the largest buffers).
+constexpr const char* kOutOfMemory =
+    "out of memory: lower --batch-size (or --samples / --seq-len / --max-windows), or use a machine with more memory";
+
+// LibTorch's raw messages the user can act on, as one line naming the option: its CPU kernels
+// lack f16 matrix multiplies ("addmm_impl_cpu_" not implemented for 'Half'), and its allocator's
+// "DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes".
+std::string explain_libtorch(std::string msg) {
+  if (msg.find("not implemented for 'Half'") != std::string::npos)
+    return "--dtype f16: LibTorch's CPU kernels have no f16 for this operation (" + msg.substr(0, 80) +
+           "); use --dtype bf16 or f32 on the CPU";
+  if (msg.find("can't allocate memory") != std::string::npos || msg.find("out of memory") != std::string::npos) {
+    const size_t tried = msg.find("you tried to allocate");
+    return std::string(kOutOfMemory) + (tried == std::string::npos ? "" : " (" + msg.substr(tried, 60) + ")");
+  }
+  return msg;
 }
 
 }  // namespace
@@ -59,7 +79,9 @@ int main(int argc, char** argv) {
       if (c.app->parsed()) return c.run();
     return fail(2, "no subcommand given");
   } catch (const c10::Error& e) {
-    return fail(1, e.what_without_backtrace());
+    return fail(1, explain_libtorch(e.what_without_backtrace()));
+  } catch (const std::bad_alloc&) {
+    return fail(1, kOutOfMemory + std::string(" (std::bad_alloc)"));
   } catch (const std::exception& e) {
     return fail(1, e.what());
   }

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cli_support.h"
+#include "runtime/cuda/cuda_backend.h"
 #include "text_files.h"
 
 namespace fsq::clitest {
@@ -213,6 +214,49 @@ TEST_F(CliInputs, ProfileFileKeysAndValuesAreChecked) {
   expect_error(run_with(neg), neg.string() + ": samples[0]", "'seconds'");
   const fs::path mem = profile_with("p-mem.json", [](nlohmann::json& j) { j["device"]["memory_gib"] = 0; });
   expect_error(run_with(mem), mem.string(), "memory_gib");
+}
+
+// Item 7: raw C++/LibTorch text became one line naming the option or file and what to do.
+TEST_F(CliInputs, RawLibraryMessagesBecomeOneLineNamingTheOption) {
+  // A num_hidden_layers of 10^12: fsq plan ended in "std::bad_alloc".
+  const fs::path big = dir_ / "big-layers";
+  fs::create_directories(big);
+  copy_model_side_files(big);
+  nlohmann::json config = read_json(big / "config.json");
+  config["num_hidden_layers"] = 1'000'000'000'000LL;
+  testing::write_file(big / "config.json", config.dump());
+  EXPECT_EQ(plan({"--gpu", "A100-40G"}).exit_code, 0);  // the real model plans: the fixture works
+  const RunResult huge = run_fsq({"plan", "--model", big.string(), "--gpu", "A100-40G"});
+  expect_error(huge, "config.json", "'num_hidden_layers'");
+  EXPECT_EQ(huge.err.find("bad_alloc"), std::string::npos) << huge.err;
+
+  // --dtype f16 on the CPU: LibTorch's '"addmm_impl_cpu_" not implemented for 'Half''.
+  const fs::path text = write("eval.txt", testing::tail_of(tinystories_val(), 20'000));
+  const RunResult eval = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", text.string(), "--dtype", "f16",
+                                  "--max-windows", "2", "--threads", "1", "--progress", "off"});
+  expect_error(eval, "--dtype f16", "use --dtype bf16 or f32");
+  const RunResult gen = run_fsq({"generate", "--model", stories260k_dir().string(), "--prompt", "Once", "--dtype", "f16",
+                                 "--max-new-tokens", "2", "--threads", "1"});
+  expect_error(gen, "--dtype f16", "use --dtype bf16 or f32");
+
+  // export --device cuda: export runs on the CPU (the option was ignored).
+  need_w4();
+  expect_error(run_fsq({"export", "--format", "autoawq", "--device", "cuda", (dir_ / "w4").string(),
+                        (dir_ / "awq-cuda").string()}),
+               "--device cuda", "runs on the CPU");
+  EXPECT_FALSE(fs::exists(dir_ / "awq-cuda"));
+
+  // --device cuda where no GPU is visible: said so, not that fsq's decoder cannot run the model.
+  if (cuda::device_count() > 0) GTEST_SKIP() << "a GPU is visible: the no-GPU message is not reachable here";
+  for (const char* cmd : {"eval", "generate"}) {
+    SCOPED_TRACE(cmd);
+    std::vector<std::string> a = {cmd, "--model", stories260k_dir().string(), "--device", "cuda", "--threads", "1"};
+    if (std::string(cmd) == "eval") a.insert(a.end(), {"--data", text.string(), "--progress", "off"});
+    else a.insert(a.end(), {"--prompt", "Once", "--max-new-tokens", "2"});
+    const RunResult r = run_fsq(a);
+    expect_error(r, "--device cuda", "no GPU is visible");
+    EXPECT_EQ(r.err.find("cannot run this model"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
