@@ -149,7 +149,8 @@ json quantized_summary(const PackedCheckpoint& packed) {
 void add_inventory(json& j, const Checkpoint& ckpt, const std::filesystem::path& path) {
   std::set<std::string> packed_names;
   if (is_packed_folder(path)) {
-    const PackedCheckpoint packed = PackedCheckpoint::open(path, {.verify_sha256 = false});
+    // The same checks as eval: every tensor's sha256 against fsq.json, scales finite.
+    const PackedCheckpoint packed = PackedCheckpoint::open(path, {.verify_sha256 = true});
     packed_names = packed.linear_tensor_names();
     j["quantized"] = quantized_summary(packed);
   }

@@ -259,5 +259,33 @@ TEST_F(CliInputs, RawLibraryMessagesBecomeOneLineNamingTheOption) {
   }
 }
 
+// Item 8: fsq inspect on a packed folder checks every tensor's sha256, as eval does (it opened
+// the folder without the check and printed the corrupted checkpoint's summary, exit 0).
+TEST_F(CliInputs, InspectChecksAPackedFoldersSha256) {
+  need_w4();
+  const fs::path copy = dir_ / "w4-flipped";
+  fs::copy(dir_ / "w4", copy, fs::copy_options::recursive);
+  ASSERT_EQ(run_fsq({"inspect", copy.string()}).exit_code, 0);
+  std::fstream f(copy / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t header = 0;
+  f.read(reinterpret_cast<char*>(&header), 8);
+  std::string text(header, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(header));
+  const nlohmann::json h = nlohmann::json::parse(text);
+  const std::string tensor = "model.layers.0.self_attn.q_proj.qweight";
+  ASSERT_TRUE(h.contains(tensor));
+  const auto at = static_cast<std::streamoff>(8 + header + h[tensor]["data_offsets"][0].get<uint64_t>());
+  f.seekg(at);
+  char byte = 0;
+  f.read(&byte, 1);
+  byte = static_cast<char>(byte ^ 0x55);
+  f.seekp(at);
+  f.write(&byte, 1);
+  f.close();
+  const RunResult r = run_fsq({"inspect", copy.string()});
+  expect_error(r, tensor, "sha256");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 }  // namespace
 }  // namespace fsq::clitest
