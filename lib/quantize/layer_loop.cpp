@@ -35,7 +35,7 @@ int64_t run_layer_loop(const LayerLoopInputs& in, const QuantMethod& method, con
   const ModelConfig& mc = in.checkpoint.config();
   const ArchSpec& arch = arch_spec_for(mc.architecture);
   const bool calibrate_here = in.inputs.calibrate_here;
-  const bool has_plan = !cfg.layer_bits.empty() || !cfg.linear_bits.empty();
+  const bool has_plan = cfg.has_plan();
   squeezellm::LutOptions lut_options = cfg.lut;
   lut_options.bits = cfg.quant.bits;
 

@@ -86,8 +86,7 @@ std::vector<LayerWidths> layer_widths_for(const QuantizeConfig& cfg, const Quant
   if ((in.calibrate_here || in.fisher_pass) && cfg.draw.seq_len > mc.max_position_embeddings)
     throw Error("--seq-len", "exceeds the model's maximum positions",
                 "<= " + std::to_string(mc.max_position_embeddings), std::to_string(cfg.draw.seq_len));
-  const bool has_plan = !cfg.layer_bits.empty() || !cfg.linear_bits.empty();
-  if (has_plan && !in.method->needs.plans)
+  if (cfg.has_plan() && !in.method->needs.plans)
     throw Error("--plan", "--method " + cfg.method + " has one width (int8); mixed plans need " +
                               methods_where([](const MethodNeeds& n) { return n.plans; }, "or"));
   std::vector<LayerWidths> planned =

@@ -108,7 +108,6 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   const ArchSpec& arch = arch_spec_for(mc.architecture);
   const std::set<std::string> linear_names = linear_weight_names(arch, mc.num_layers);
   const std::vector<LayerWidths> widths = layer_widths_for(cfg, in, ckpt);
-  const bool has_plan = !cfg.layer_bits.empty() || !cfg.linear_bits.empty();
 
   QuantizeSummary summary;
   summary.dry_run = cfg.dry_run;
@@ -123,7 +122,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
   const bool uniform_layers =
       !in.lut || std::any_of(widths.begin(), widths.end(), [&](const LayerWidths& w) { return any_width_is(w, 8); });
   log(summary.plan.to_text(summary.shape) + (uniform_layers ? group_fallbacks(ckpt, linear_names, in.quant) : ""));
-  if (has_plan) {
+  if (cfg.has_plan()) {
     const bool per_linear = !cfg.linear_bits.empty();
     log(std::string("quantize: ") + (per_linear ? "linear" : "layer") + " widths from --plan: " +
         count_widths(widths, per_linear) + " (the sizes above assume " + std::to_string(in.quant.bits) +

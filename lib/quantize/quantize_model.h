@@ -40,6 +40,7 @@ struct QuantizeConfig {
   std::vector<int> layer_bits;
   std::vector<std::map<std::string, int>> linear_bits;
   std::string layer_bits_model_sha256;  // the plan's model; non-empty: must be this model's
+  bool has_plan() const { return !layer_bits.empty() || !linear_bits.empty(); }
   // SmoothQuant's alpha and activation quantization (--method smoothquant, which ignores
   // `quant`: its weights are always kW8A8Weights).
   PassOptions pass_options;
