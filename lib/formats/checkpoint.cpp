@@ -1,21 +1,16 @@
-// Hugging Face checkpoint directory. Like transformers, a single model.safetensors wins
-// over an index; a sharded set is cross-checked against its index both ways (every mapped
-// tensor is in its shard, every shard tensor is mapped, no tensor in two shards) so a
-// mixed-up download fails at open instead of loading the wrong weights.
+// Hugging Face checkpoint directory: config.json, and the weights as SafetensorsShards reads
+// them (one file, or shards cross-checked against their index).
 #include "formats/checkpoint.h"
 
 #include <algorithm>
-#include <fstream>
-#include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "common/json_file.h"
 #include "common/sha256.h"
 #include "formats/architectures.h"
 #include "formats/gguf/gguf_model.h"
+#include "formats/safetensors_shards.h"
 
 namespace fsq {
 namespace {
@@ -23,33 +18,9 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr const char* kSingleFile = "model.safetensors";
-constexpr const char* kIndexFile = "model.safetensors.index.json";
-
 // A name for an error message: JSON-escaped, non-ASCII as \u escapes (one line).
 std::string json_quoted_ascii(const std::string& s) {
   return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
-}
-
-// weight_map of the index: tensor name -> shard file name (a plain name inside dir).
-std::map<std::string, std::string> read_weight_map(const fs::path& index) {
-  const std::string where = index.string();
-  const json j = read_json_file(index);
-  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-    throw Error(where, "expected an object with a \"weight_map\" object");
-  std::map<std::string, std::string> map;
-  for (const auto& [name, file] : j["weight_map"].items()) {
-    if (!file.is_string())
-      throw Error(where, "weight_map entry " + json_quoted_ascii(name) + " must be a file name string");
-    const auto& f = file.get_ref<const std::string&>();
-    // Shards must sit beside the index; a path could point anywhere on the machine.
-    if (f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos)
-      throw Error(where, "weight_map entry " + json_quoted_ascii(name) + " names " + json_quoted_ascii(f) +
-                             ", which is not a plain file name");
-    map[name] = f;
-  }
-  if (map.empty()) throw Error(where, "weight_map is empty");
-  return map;
 }
 
 // The config's layer count must be the weights' layer count: a smaller num_hidden_layers
@@ -86,47 +57,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
   if (!fs::exists(config, ec)) throw Error(config.string(), "file not found (every checkpoint needs one)");
   c.config_ = load_model_config(config);
 
-  const fs::path single = dir / kSingleFile;
-  const fs::path index = dir / kIndexFile;
-  if (fs::exists(single, ec)) {
-    c.shards_.push_back(SafetensorsFile::open(single));
-    check_layer_count(c, dir.string());
-    return c;
-  }
-  if (!fs::exists(index, ec))
-    throw Error(dir.string(), std::string("no weights: neither ") + kSingleFile + " nor " + kIndexFile);
-
-  const auto weight_map = read_weight_map(index);
-  std::map<std::string, size_t> shard_of_file;  // file name -> position in shards_ (name order)
-  for (const auto& [name, file] : weight_map) shard_of_file.emplace(file, 0);
-  for (auto& [file, pos] : shard_of_file) {
-    const fs::path p = dir / file;
-    if (!fs::exists(p, ec))
-      throw Error(index.string(), "shard " + json_quoted_ascii(file) + " named in weight_map does not exist");
-    pos = c.shards_.size();
-    c.shards_.push_back(SafetensorsFile::open(p));
-  }
-
-  std::map<std::string, const SafetensorsFile*> owner;
-  for (const auto& shard : c.shards_) {
-    const std::string file = shard->path().filename().string();
-    for (const TensorView& t : shard->tensors()) {
-      auto [it, fresh] = owner.emplace(t.name, shard.get());
-      if (!fresh)
-        throw Error(index.string(), "tensor " + json_quoted_ascii(t.name) + " is in two shards, " +
-                                        json_quoted_ascii(it->second->path().filename().string()) + " and " +
-                                        json_quoted_ascii(file));
-      auto mapped = weight_map.find(t.name);
-      if (mapped == weight_map.end())
-        throw Error(index.string(), "tensor " + json_quoted_ascii(t.name) + " in shard " + json_quoted_ascii(file) +
-                                        " is not listed in weight_map");
-    }
-  }
-  for (const auto& [name, file] : weight_map) {
-    if (c.shards_[shard_of_file.at(file)]->find(name) == nullptr)
-      throw Error(index.string(), "tensor " + json_quoted_ascii(name) + " is mapped to shard " + json_quoted_ascii(file) +
-                                      ", which does not contain it");
-  }
+  c.shards_ = SafetensorsShards::open(dir).files();
   check_layer_count(c, dir.string());
   return c;
 }

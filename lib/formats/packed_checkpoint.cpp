@@ -84,10 +84,10 @@ int64_t positive_dim(const json& v, const std::string& where, const std::string&
 }
 
 // The linear's tensor `suffix`, which must exist with `dtype` and `shape`.
-const TensorView* expect_tensor(const SafetensorsFile& file, const PackedLinear& l, const char* suffix,
+const TensorView* expect_tensor(const SafetensorsShards& file, const PackedLinear& l, const char* suffix,
                                 DType dtype, const std::vector<int64_t>& shape) {
-  const std::string where = file.path().string();
   const std::string name = l.name + suffix;
+  const std::string where = file.file_of(name).string();
   const TensorView* t = file.find(name);
   if (!t)
     throw Error(where, "tensor " + quote_name(name) + " is missing (fsq.json lists linear " +
@@ -190,8 +190,8 @@ void check_lut_values(const PackedLinear& l, const std::string& where) {
 
 // The LUT tensors of `l` (its qweight is read by the caller): centroids, and the CSR part,
 // which is all there or all absent.
-void read_lut_tensors(PackedLinear& l, const SafetensorsFile& file) {
-  const std::string where = file.path().string();
+void read_lut_tensors(PackedLinear& l, const SafetensorsShards& file) {
+  const std::string where = file.file_of(l.name + kQWeightSuffix).string();
   l.lut = expect_tensor(file, l, kLutSuffix, DType::F16, {l.rows, int64_t{1} << l.lut_bits});
   const TensorView* row_ptr = file.find(l.name + kSparseRowPtrSuffix);
   const TensorView* col = file.find(l.name + kSparseColSuffix);
@@ -207,7 +207,7 @@ void read_lut_tensors(PackedLinear& l, const SafetensorsFile& file) {
   l.sparse_col = expect_tensor(file, l, kSparseColSuffix, l.cols <= 65536 ? DType::U16 : DType::I32, {nnz});
 }
 
-PackedLinear read_linear(const std::string& name, const json& entry, const SafetensorsFile& file,
+PackedLinear read_linear(const std::string& name, const json& entry, const SafetensorsShards& file,
                          const std::string& manifest_where) {
   const std::string what = "linear " + quote_name(name);
   if (!entry.is_object()) throw Error(manifest_where, what + " must be an object");
@@ -234,7 +234,7 @@ PackedLinear read_linear(const std::string& name, const json& entry, const Safet
   l.method = string_member(entry, "method", manifest_where, what);
   l.options = member(entry, "options", manifest_where, what);
 
-  const std::string where = file.path().string();
+  const std::string where = file.file_of(name + kQWeightSuffix).string();
   l.qweight = expect_tensor(file, l, kQWeightSuffix, DType::I32,
                             {l.rows, packed_words_per_row(l.quant.bits, l.cols)});
   std::vector<const char*> foreign = l.is_lut() ? std::vector<const char*>{kScalesSuffix, kQZerosSuffix}
@@ -288,14 +288,14 @@ void check_intonly_ranges(const TensorView& t, const std::string& where) {
 
 // Every tensor in the file is listed in fsq.json and vice versa; with `verify`, each
 // tensor's bytes hash to the recorded sha256.
-void check_tensor_hashes(const SafetensorsFile& file, const json& hashes, const std::string& manifest_where,
+void check_tensor_hashes(const SafetensorsShards& file, const json& hashes, const std::string& manifest_where,
                          bool verify) {
-  const std::string where = file.path().string();
-  for (const TensorView& t : file.tensors())
-    if (!hashes.contains(t.name))
-      throw Error(manifest_where,
-                  "tensor " + quote_name(t.name) + " of model.safetensors is not in tensor_sha256");
+  for (const TensorView* t : file.tensors())
+    if (!hashes.contains(t->name))
+      throw Error(manifest_where, "tensor " + quote_name(t->name) + " of " +
+                                      file.file_of(t->name).filename().string() + " is not in tensor_sha256");
   for (const auto& [name, expected] : hashes.items()) {
+    const std::string where = file.file_of(name).string();
     const TensorView* t = file.find(name);
     if (!t) throw Error(where, "tensor " + quote_name(name) + " listed in fsq.json is missing");
     if (!verify) continue;
@@ -319,7 +319,10 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
   check_manifest(c.manifest_, manifest_where);
   c.config_ = read_json_file(dir / kPackedConfigFile);
   check_config(c.config_, (dir / kPackedConfigFile).string());
-  c.weights_ = SafetensorsFile::open(dir / kPackedWeightsFile);
+  if (!fs::exists(dir / kSingleWeightsFile, ec) && !fs::exists(dir / kWeightsIndexFile, ec))
+    throw Error((dir / kSingleWeightsFile).string(),
+                std::string("cannot open: no such file, nor a sharded set's ") + kWeightsIndexFile);
+  c.weights_ = std::make_shared<const SafetensorsShards>(SafetensorsShards::open(dir));
 
   std::set<std::string> quantized_tensors;
   const auto reserve = [&](const std::string& name) {
@@ -344,16 +347,16 @@ PackedCheckpoint PackedCheckpoint::open(const fs::path& dir, const PackedOpenOpt
   check_tensor_hashes(*c.weights_, c.manifest_["tensor_sha256"], manifest_where, opts.verify_sha256);
   c.weights_->drop_resident_pages();  // hashing read every page; the loader reads them again once
   const std::string qweight_suffix = kQWeightSuffix;
-  for (const TensorView& t : c.weights_->tensors()) {
-    if (quantized_tensors.count(t.name)) continue;
-    if (t.name.ends_with(kIntonlyRangesSuffix)) {
-      check_intonly_ranges(t, c.weights_->path().string());
-      c.intonly_.push_back(&t);
+  for (const TensorView* t : c.weights_->tensors()) {
+    if (quantized_tensors.count(t->name)) continue;
+    if (t->name.ends_with(kIntonlyRangesSuffix)) {
+      check_intonly_ranges(*t, c.weights_->file_of(t->name).string());
+      c.intonly_.push_back(t);
       continue;
     }
-    if (t.name.ends_with(qweight_suffix))  // packed codes nobody describes: unusable
-      throw Error(manifest_where, "tensor " + quote_name(t.name) + " has no entry in \"linears\"");
-    c.dense_.push_back(&t);
+    if (t->name.ends_with(qweight_suffix))  // packed codes nobody describes: unusable
+      throw Error(manifest_where, "tensor " + quote_name(t->name) + " has no entry in \"linears\"");
+    c.dense_.push_back(t);
   }
   return c;
 }

@@ -1,10 +1,11 @@
 // The packed checkpoint directory that `fsq quantize` writes and `fsq eval` reads:
-// config.json (+ quantization_config), model.safetensors (bit-packed codes, fp16 scales,
-// uint8 zero points, dense tensors as given), fsq.json (quant type per linear, provenance,
+// config.json (+ quantization_config), model.safetensors or shards with their index
+// (bit-packed codes, fp16 scales, uint8 zero points, dense tensors as given), fsq.json (quant type per linear, provenance,
 // per-tensor sha256) and the source's tokenizer files. FORMAT.md is the specification.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,8 @@
 #include "formats/quant/uniform_reference.h"
 #include "formats/quant/w8a8_quant.h"
 #include "formats/safetensors.h"
+#include "formats/safetensors_shards.h"
+#include "formats/shard_plan.h"
 
 namespace fsq {
 
@@ -24,7 +27,7 @@ inline constexpr int kPackedFormatVersion = 1;
 
 inline constexpr const char* kPackedManifestFile = "fsq.json";
 inline constexpr const char* kPackedConfigFile = "config.json";
-inline constexpr const char* kPackedWeightsFile = "model.safetensors";
+inline constexpr const char* kPackedWeightsFile = kSingleWeightsFile;  // when one shard holds all
 // fsq.json's object of quantized embedding/head matrices (same entries as "linears").
 inline constexpr const char* kPackedHeadKey = "embedding_and_head";
 // Suffixes appended to a quantized linear's base name ("model.layers.0.self_attn.q_proj").
@@ -72,14 +75,9 @@ struct QuantizedLinearToWrite {
   std::string quant_type() const;  // registry name: "w4g128a", "lut4", ...
 };
 
-struct PackedCheckpointToWrite {
-  nlohmann::json source_config;      // the source config.json (an object)
-  std::vector<TensorToWrite> dense;  // embeddings, norms, biases, lm_head, ...
-  std::vector<QuantizedLinearToWrite> linears;
-  // The token embedding and the output head when quantized (fsq quantize --head-bits),
-  // uniform types only, named like linears ("model.embed_tokens", "lm_head"); fsq.json
-  // lists them under kPackedHeadKey, apart from the decoder's linears.
-  std::vector<QuantizedLinearToWrite> head;
+// Everything of a packed folder besides its tensors.
+struct PackedCheckpointMeta {
+  nlohmann::json source_config;         // the source config.json (an object)
   nlohmann::json calibration;           // provenance, opaque; null when none
   nlohmann::json run_options;           // every byte-changing option of the run, opaque; null: omitted
   nlohmann::json producer;              // {"name", "version", "commit"} of the writer; null: omitted
@@ -87,17 +85,52 @@ struct PackedCheckpointToWrite {
   std::filesystem::path tokenizer_dir;  // copy tokenizer files from here; empty: none
 };
 
+// Tensors that are made together: a decoder layer, or one tensor of the source.
+struct PackedGroup {
+  std::vector<TensorToWrite> dense;  // embeddings, norms, biases, lm_head, ...
+  std::vector<QuantizedLinearToWrite> linears;
+  // The token embedding and the output head when quantized (fsq quantize --head-bits),
+  // uniform types only, named like linears ("model.embed_tokens", "lm_head"); fsq.json
+  // lists them under kPackedHeadKey, apart from the decoder's linears.
+  std::vector<QuantizedLinearToWrite> head;
+  std::vector<std::shared_ptr<const void>> storage;  // owns what `dense` points to, if anything
+};
+
+// Makes one group. The streaming writer calls it twice, once to learn the tensors' names
+// and sizes and once to write them, and it must make the same tensors both times.
+using PackedGroupMaker = std::function<PackedGroup()>;
+
+// The whole checkpoint as one group (tests, small models).
+struct PackedCheckpointToWrite : PackedCheckpointMeta {
+  std::vector<TensorToWrite> dense;
+  std::vector<QuantizedLinearToWrite> linears;
+  std::vector<QuantizedLinearToWrite> head;  // as PackedGroup::head
+};
+
+struct PackedWriteOptions {
+  uint64_t max_shard_bytes = kDefaultMaxShardBytes;  // shard_plan.h
+};
+
 // Source files copied verbatim from tokenizer_dir when present.
 const std::vector<std::string>& packed_copied_source_files();
 
 // Writes the whole directory at `out`, atomically: everything goes to a sibling
-// "<out>.tmp-<pid>" folder (each file fsynced), which is then renamed to `out`. Throws
-// fsq::Error (and leaves nothing behind) when `out` exists and is not an empty folder, on
-// invalid input (a bad matrix, a name clash, a non-object config) or on a write failure.
-void write_packed_checkpoint(const PackedCheckpointToWrite& ckpt, const std::filesystem::path& out);
+// "<out>.tmp-<pid>" folder (each file fsynced, fsq.json last), which is then renamed to
+// `out`. The tensors are streamed: a first pass over the groups learns every tensor's name
+// and size and plans the shards (shard_plan.h); the second writes them in name order,
+// making each group when its first tensor is due and dropping it before making the next,
+// so at most one group is in memory at a time (a group whose tensors are not contiguous in
+// name order is made once per run of names). Throws fsq::Error (and leaves nothing behind)
+// when `out` exists and is not an empty folder, on invalid input (a bad matrix, a name
+// clash, a non-object config) or on a write failure, naming the file.
+void write_packed_checkpoint(const PackedCheckpointMeta& meta, const std::vector<PackedGroupMaker>& groups,
+                             const std::filesystem::path& out, const PackedWriteOptions& opts = {});
+// The same for a checkpoint already in memory.
+void write_packed_checkpoint(const PackedCheckpointToWrite& ckpt, const std::filesystem::path& out,
+                             const PackedWriteOptions& opts = {});
 
 // A quantized linear of an opened checkpoint. The views point into the mapped
-// model.safetensors and live as long as the PackedCheckpoint they came from.
+// safetensors files and live as long as the PackedCheckpoint they came from.
 struct PackedLinear {
   std::string name;        // base name
   std::string quant_type;  // registry name, e.g. "w4g128a" or "lut4"
@@ -154,13 +187,14 @@ class PackedCheckpoint {
   bool has_intonly_ranges() const { return !intonly_.empty(); }
   // Tensors that are not a quantized linear's qweight/scales/qzeros (biases included).
   const std::vector<const TensorView*>& dense_tensors() const { return dense_; }
-  const SafetensorsFile& weights() const { return *weights_; }
+  // model.safetensors, or the shards of model.safetensors.index.json.
+  const SafetensorsShards& weights() const { return *weights_; }
 
  private:
   std::filesystem::path dir_;
   nlohmann::json config_;
   nlohmann::json manifest_;
-  std::shared_ptr<const SafetensorsFile> weights_;
+  std::shared_ptr<const SafetensorsShards> weights_;
   std::vector<PackedLinear> linears_;
   std::vector<PackedLinear> head_;
   std::vector<const TensorView*> dense_;

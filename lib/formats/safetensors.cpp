@@ -12,7 +12,6 @@
 #include <limits>
 #include <string_view>
 #include <tuple>
-#include <unordered_set>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +19,7 @@
 #include "common/error.h"
 #include "common/utf8.h"
 #include "common/json_file.h"
+#include "formats/json_duplicate_keys.h"
 
 namespace fsq {
 namespace {
@@ -45,43 +45,6 @@ const char* json_type(const json& v) {
   return v.type_name();
 }
 
-// Finds the first key that appears twice in one object, at any depth, in one linear SAX pass.
-// (nlohmann's callback parser could do it while building the tree, but it rescans the parent
-// object at the end of every child object: quadratic in the tensor count.)
-class DuplicateKeyFinder final : public json::json_sax_t {
- public:
-  std::optional<std::string> duplicate;
-
-  bool start_object(std::size_t) override {
-    open_objects_.emplace_back();
-    return true;
-  }
-  bool end_object() override {
-    open_objects_.pop_back();
-    return true;
-  }
-  bool key(string_t& key) override {
-    if (!open_objects_.back().insert(key).second) {
-      duplicate = key;
-      return false;  // stop: one is enough to refuse the file
-    }
-    return true;
-  }
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-
- private:
-  std::vector<std::unordered_set<std::string>> open_objects_;
-};
-
 // Parses JSON, rejecting duplicate keys at any depth (nlohmann would silently keep the
 // last one, so a file could show one tensor to us and another to a different reader).
 json parse_header(std::string_view text, const std::string& where) {
@@ -91,9 +54,8 @@ json parse_header(std::string_view text, const std::string& where) {
   } catch (const json::exception& e) {  // parse errors and number overflow alike
     throw Error(where, "header is not valid JSON: " + json_error_text(e));
   }
-  DuplicateKeyFinder finder;
-  json::sax_parse(text.begin(), text.end(), &finder);
-  if (finder.duplicate) throw Error(where, "header has the key " + quote_name(*finder.duplicate) + " twice");
+  if (auto duplicate = first_duplicate_key(text))
+    throw Error(where, "header has the key " + quote_name(*duplicate) + " twice");
   return j;
 }
 

@@ -58,6 +58,22 @@ struct TensorToWrite {
   std::span<const std::byte> data;
 };
 
+// A tensor's entry in a safetensors header: what it is and how many bytes its data takes.
+struct TensorLayout {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  uint64_t nbytes = 0;
+};
+
+// The bytes a file starts with: the 8-byte header length, then the JSON header (padded with
+// spaces so the data section starts 8-byte aligned) with the tensors' data laid out one after
+// the other in the given order, which must be sorted by name. Throws fsq::Error naming
+// `where` on invalid input (empty, reserved, non-UTF-8 or repeated name, a shape that does
+// not match nbytes). A streaming writer writes this, then each tensor's bytes in order.
+std::string safetensors_header(const std::vector<TensorLayout>& sorted_tensors,
+                               const std::map<std::string, std::string>& metadata, const std::string& where);
+
 // Writes atomically (temp file + fsync + rename + fsync dir). Tensors are stored sorted by
 // name; the data section starts 8-byte aligned. Throws fsq::Error on invalid input.
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,

@@ -32,7 +32,7 @@ bool valid_utf8(const std::string& s) {
 }
 
 // shape x dtype in bytes; throws when a dimension is negative or the size overflows.
-uint64_t needed_bytes(const TensorToWrite& t, const std::string& where) {
+uint64_t needed_bytes(const TensorLayout& t, const std::string& where) {
   const std::string what = "tensor " + json_quoted(t.name);
   for (int64_t d : t.shape)
     if (d < 0) throw Error(where, what + ": shape " + shape_text(t.shape) + " has a negative dimension");
@@ -52,16 +52,8 @@ uint64_t needed_bytes(const TensorToWrite& t, const std::string& where) {
 
 }  // namespace
 
-void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  const std::string where = path.string();
-
-  std::vector<const TensorToWrite*> sorted;
-  sorted.reserve(tensors.size());
-  for (const auto& t : tensors) sorted.push_back(&t);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const TensorToWrite* a, const TensorToWrite* b) { return a->name < b->name; });
-
+std::string safetensors_header(const std::vector<TensorLayout>& sorted,
+                               const std::map<std::string, std::string>& metadata, const std::string& where) {
   json header = json::object();
   if (!metadata.empty()) {
     json meta = json::object();
@@ -75,15 +67,16 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
 
   uint64_t offset = 0;
   for (size_t i = 0; i < sorted.size(); ++i) {
-    const TensorToWrite& t = *sorted[i];
+    const TensorLayout& t = sorted[i];
     const std::string what = "tensor " + json_quoted(t.name);
     if (t.name.empty()) throw Error(where, "a tensor has an empty name");
     if (t.name == "__metadata__") throw Error(where, "\"__metadata__\" is reserved, not a tensor name");
     if (!valid_utf8(t.name)) throw Error(where, what + ": name is not valid UTF-8");
-    if (i > 0 && sorted[i - 1]->name == t.name) throw Error(where, what + " is given twice");
+    if (i > 0 && sorted[i - 1].name == t.name) throw Error(where, what + " is given twice");
+    if (i > 0 && sorted[i - 1].name > t.name) throw Error(where, what + " is out of name order");
     const uint64_t need = needed_bytes(t, where);
-    if (t.data.size() != need)
-      throw Error(where, what + ": data is " + std::to_string(t.data.size()) + " bytes but shape " +
+    if (t.nbytes != need)
+      throw Error(where, what + ": data is " + std::to_string(t.nbytes) + " bytes but shape " +
                              shape_text(t.shape) + " x " + std::string(dtype_name(t.dtype)) +
                              " needs " + std::to_string(need));
     if (need > std::numeric_limits<uint64_t>::max() - offset)
@@ -99,12 +92,25 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
   // in the file (and in any page-aligned mapping of it).
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  std::array<std::byte, 8> len{};
-  for (size_t i = 0; i < 8; ++i) len[i] = static_cast<std::byte>((text.size() >> (8 * i)) & 0xff);
+  std::string out(8, '\0');
+  for (size_t i = 0; i < 8; ++i) out[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  return out + text;
+}
+
+void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<const TensorToWrite*> sorted;
+  sorted.reserve(tensors.size());
+  for (const auto& t : tensors) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const TensorToWrite* a, const TensorToWrite* b) { return a->name < b->name; });
+  std::vector<TensorLayout> layout;
+  layout.reserve(sorted.size());
+  for (const TensorToWrite* t : sorted) layout.push_back({t->name, t->dtype, t->shape, t->data.size()});
+  const std::string header = safetensors_header(layout, metadata, path.string());
 
   AtomicFile out(path);
-  out.write(len);
-  out.write(text);
+  out.write(header);
   for (const TensorToWrite* t : sorted) out.write(t->data);
   out.commit();
 }

@@ -13,6 +13,7 @@
 
 #include "calib/dataset.h"
 #include "formats/quant/uniform_quant.h"
+#include "formats/shard_plan.h"
 #include "quantize/head_quant.h"
 #include "quantize/pass.h"
 #include "quantize/quantize_plan.h"
@@ -53,6 +54,7 @@ struct QuantizeConfig {
   int64_t search_tokens = 8192;  // PassContext::search_tokens
   RuntimeOptions runtime;
   int64_t max_memory = 0;   // bytes; 0: this machine's physical memory
+  uint64_t max_shard_bytes = kDefaultMaxShardBytes;  // --max-shard-size (formats/shard_plan.h)
   bool dry_run = false;
   bool resume = true;
   int threads = 1;

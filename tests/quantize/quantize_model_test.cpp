@@ -66,7 +66,7 @@ TEST(QuantizePipeline, RtnEqualsTheScalarReferenceOnEveryLinear) {
   }
   // The plan counted them: predicted output within 1 % of the file's tensor bytes.
   int64_t stored = 0;
-  for (const TensorView& t : packed.weights().tensors()) stored += static_cast<int64_t>(t.nbytes);
+  for (const TensorView* t : packed.weights().tensors()) stored += static_cast<int64_t>(t->nbytes);
   EXPECT_EQ(summary.plan.head_type, "w8g64s");
   EXPECT_NEAR(static_cast<double>(summary.plan.output_bytes), static_cast<double>(stored), 0.01 * stored);
 }

@@ -8,6 +8,7 @@
 #include "common/output_lock.h"
 #include "formats/quant/quant_types.h"
 #include "formats/quant/w8a8_quant.h"
+#include "formats/shard_plan.h"
 #include "interrupt.h"
 #include "options.h"
 #include "plan_file.h"
@@ -22,8 +23,8 @@ namespace fsq::cli {
 namespace {
 
 struct QuantizeFlags {
-  std::string model, out, method = "awq", calib_data, calib_file, max_memory, json, progress = "auto",
-      layer_inputs = "quantized", plan;
+  std::string model, out, method = "awq", calib_data, calib_file, max_memory, max_shard_size = "5GB", json,
+      progress = "auto", layer_inputs = "quantized", plan;
   int bits = 4;
   int head_bits = kDefaultHeadBits;
   int64_t group_size = 128;
@@ -100,6 +101,7 @@ int run_quantize_command(const QuantizeFlags& f) {
   cfg.search_tokens = f.search_tokens;
   cfg.runtime = runtime_options(f.rt);
   if (!f.max_memory.empty()) cfg.max_memory = parse_memory_size(f.max_memory, "--max-memory");
+  cfg.max_shard_bytes = parse_shard_size(f.max_shard_size, "--max-shard-size");
   cfg.dry_run = f.dry_run;
   cfg.resume = !f.no_resume;
   apply_progress(f.progress);
@@ -208,6 +210,10 @@ Command add_quantize_command(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app->add_option("--max-memory", f->max_memory, "refuse to start when the predicted peak exceeds this (e.g. 16G; default: physical memory)");
+  app->add_option("--max-shard-size", f->max_shard_size,
+                  "largest safetensors shard of the output, as Hugging Face counts (5GB = 5e9 bytes; 500MB, "
+                  "2GiB); a checkpoint that fits in one is a single model.safetensors")
+      ->capture_default_str();
   app->add_flag("--dry-run", f->dry_run, "print the plan only");
   app->add_flag("--no-resume", f->no_resume, "discard saved layers of an interrupted run and start over");
   app->add_option("--json", f->json, "also write the plan, timings and per-layer choices as JSON");
