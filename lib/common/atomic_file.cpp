@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/output_path.h"
+#include "common/stale_temporaries.h"
 #include "common/staging.h"
 
 namespace fsq {
@@ -41,6 +42,7 @@ AtomicFile::AtomicFile(const std::filesystem::path& dest) : dest_(dest) {
   sweep_stale_staging(dest_, StagingKind::File);
   tmp_ = dest_;
   tmp_.replace_filename(staging_name(dest_.filename().string(), StagingKind::File, ::getpid(), counter++));
+  record_temporary(tmp_);  // a SIGKILL from here on leaves it to the next run's sweep
   create_staging(tmp_, [&] {
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) throw Error(dest_.string(), "cannot create output file: " + errno_text());
@@ -122,6 +124,7 @@ AtomicDir::AtomicDir(const fs::path& dest) : dest_(folder_name(dest)) {
   check_destination(dest_);
   sweep_stale_staging(dest_, StagingKind::Folder);
   staging_ = parent_folder_of(dest_) / staging_name(dest_.filename().string(), StagingKind::Folder, ::getpid());
+  record_temporary(staging_);
   create_staging(staging_, [&] {
     std::error_code ec;
     fs::remove_all(staging_, ec);  // a crashed process of the same pid left it

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "formats/float_tensors.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/tensor_inventory.h"
 #include "runtime/fast_decode.h"
@@ -128,6 +129,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const Checkpoint& ckpt, const Runti
   const ModelConfig& c = m->cfg_;
   const ArchSpec& a = *m->arch_;
   check_no_unused_tensors(ckpt, packed ? packed->linear_tensor_names() : std::set<std::string>{});
+  check_float_dtypes(ckpt);  // an I32 norm would be converted into nonsense floats
   Loader load(ckpt, opts, packed);
 
   const int64_t H = c.hidden_size;

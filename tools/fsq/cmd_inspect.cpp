@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/sha256.h"
 #include "formats/checkpoint.h"
+#include "formats/float_tensors.h"
 #include "formats/gguf/ggml_types.h"
 #include "formats/gguf/gguf_model.h"
 #include "formats/gguf/gguf_reader.h"
@@ -148,9 +149,12 @@ json quantized_summary(const PackedCheckpoint& packed) {
 
 void add_inventory(json& j, const Checkpoint& ckpt, const std::filesystem::path& path) {
   std::set<std::string> packed_names;
+  check_float_dtypes(ckpt);  // as the model loader: a norm stored as I32 is no model
   if (is_packed_folder(path)) {
-    // The same checks as eval: every tensor's sha256 against fsq.json, scales finite.
+    // The same checks as eval: every tensor's sha256 against fsq.json, scales finite, and
+    // the unquantized tensors (norms, embedding, head) finite.
     const PackedCheckpoint packed = PackedCheckpoint::open(path, {.verify_sha256 = true});
+    check_finite_floats(ckpt);
     packed_names = packed.linear_tensor_names();
     j["quantized"] = quantized_summary(packed);
   }

@@ -14,6 +14,8 @@
 #include "build_info.h"
 #include "common/error.h"
 #include "common/process.h"
+#include "common/stale_temporaries.h"
+#include "common/staging.h"
 #include "options.h"
 #include "plan/latency_profile.h"
 #include "plan/model_spec.h"
@@ -49,18 +51,32 @@ std::string width_label(int bits, int group_size) {
   return std::to_string(bits) + " (rtn g" + std::to_string(group_size) + ")";
 }
 
-// A temporary folder for the packed checkpoints, removed however the run ends.
+// A temporary folder for the packed checkpoints, "<parent>/fsq-profile.tmp-<pid>", removed
+// however the run ends: by the destructor, on SIGINT/SIGTERM by the staging registry
+// (common/staging.h), and after a SIGKILL by the next fsq run (common/stale_temporaries.h).
 class ScratchDir {
  public:
   explicit ScratchDir(const std::string& parent) {
-    fs::path base = parent.empty() ? fs::temp_directory_path() : fs::path(parent);
-    path_ = base / ("fsq-profile-" + std::to_string(::getpid()));
-    fs::create_directories(path_);
+    const fs::path base = parent.empty() ? fs::temp_directory_path() : fs::path(parent);
+    const fs::path name = base / "fsq-profile";
+    sweep_stale_staging(name, StagingKind::Folder);  // dead runs' folders here, noted or not
+    path_ = base / staging_name(name.filename().string(), StagingKind::Folder, ::getpid());
+    record_temporary(path_);
+    create_staging(path_, [&] {
+      std::error_code ec;
+      fs::remove_all(path_, ec);  // a crashed process of the same pid left it
+      if (!fs::create_directory(path_, ec))
+        throw Error(path_.string(), "cannot create the scratch folder: " + (ec ? ec.message() : "it already exists"));
+    });
   }
   ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
+    remove_staging(path_, [&] {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    });
   }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
   const fs::path& path() const { return path_; }
 
  private:

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/stale_temporaries.h"
 #include "common/staging.h"
 
 namespace fsq::cli {
@@ -44,6 +45,7 @@ void watch() {
     return;  // the pipe failed: leave the default behaviour of a dying process
   }
   remove_all_staging_for_exit();
+  drop_own_temporaries_record();  // _exit runs no atexit handler
   // write(2), not stdio: a working thread may hold stderr's lock mid-line. On a terminal the
   // line replaces a progress bar (and the "^C" echo) instead of trailing it.
   char line[256];

@@ -10,6 +10,7 @@
 
 #include "allocator.h"
 #include "common/error.h"
+#include "common/stale_temporaries.h"
 #include "interrupt.h"
 #include "options.h"
 #include "provenance.h"
@@ -39,7 +40,10 @@ std::string explain_libtorch(std::string msg) {
            "); use --dtype bf16 or f32 on the CPU";
   if (msg.find("can't allocate memory") != std::string::npos || msg.find("out of memory") != std::string::npos) {
     const size_t tried = msg.find("you tried to allocate");
-    return std::string(kOutOfMemory) + (tried == std::string::npos ? "" : " (" + msg.substr(tried, 60) + ")");
+    // "(you tried to allocate N bytes)", without the errno text that follows in the message.
+    const size_t bytes = tried == std::string::npos ? tried : msg.find(" bytes", tried);
+    return std::string(kOutOfMemory) +
+           (bytes == std::string::npos ? "" : " (" + msg.substr(tried, bytes + 6 - tried) + ")");
   }
   return msg;
 }
@@ -75,6 +79,8 @@ int main(int argc, char** argv) {
     return fail(2, e.what());
   }
   try {
+    // What killed fsq runs left (common/stale_temporaries.h), before this run adds its own.
+    fsq::sweep_stale_temporaries();
     for (auto& c : commands)
       if (c.app->parsed()) return c.run();
     return fail(2, "no subcommand given");

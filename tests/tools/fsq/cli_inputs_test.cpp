@@ -3,10 +3,16 @@
 // of plan and profile files, so 2^32 + 4 is never taken as 4; unknown keys and impossible
 // values in plan, cluster, GPU-table and profile files.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "cli_support.h"
+#include "common/sha256.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "text_files.h"
 
@@ -285,6 +291,107 @@ TEST_F(CliInputs, InspectChecksAPackedFoldersSha256) {
   const RunResult r = run_fsq({"inspect", copy.string()});
   expect_error(r, tensor, "sha256");
   EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+
+// A copy of the packed stories260K whose model.safetensors header and bytes `edit` changes
+// (the header is written back at its old length, padded with spaces).
+template <class Edit>
+fs::path packed_copy_with(const fs::path& from, const fs::path& to, Edit edit) {
+  fs::copy(from, to, fs::copy_options::recursive);
+  std::string bytes = testing::read_file(to / "model.safetensors");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  nlohmann::json header = nlohmann::json::parse(bytes.substr(8, header_len));
+  const size_t data_at = 8 + header_len;
+  edit(header, bytes, data_at);
+  std::string text = header.dump();
+  EXPECT_LE(text.size(), header_len) << "the edited header does not fit";
+  text.resize(header_len, ' ');
+  bytes.replace(8, header_len, text);
+  testing::write_file(to / "model.safetensors", bytes);
+  return to;
+}
+
+// Item 8: a tensor the model reads as floats, stored with an integer dtype, was converted
+// into nonsense by eval and shown by inspect, both with exit 0; now both refuse it naming the
+// file and the tensor. (A packed linear's scales with another dtype were refused already.)
+TEST_F(CliInputs, AFloatTensorStoredAsAnIntegerIsRefused) {
+  need_w4();
+  const std::string norm = "model.layers.0.input_layernorm.weight", scales = "model.layers.1.mlp.up_proj.scales";
+  const fs::path as_i32 = packed_copy_with(dir_ / "w4", dir_ / "w4-norm-i32", [&](nlohmann::json& h, std::string&, size_t) {
+    ASSERT_EQ(h[norm]["dtype"], "F32");
+    h[norm]["dtype"] = "I32";  // the same 4 bytes a value: only the header says otherwise
+  });
+  const fs::path file = as_i32 / "model.safetensors";
+  const RunResult inspect = run_fsq({"inspect", as_i32.string()});
+  expect_error(inspect, file.string() + ": tensor '" + norm + "'", "stored as I32");
+  EXPECT_TRUE(inspect.out.empty()) << inspect.out;
+  const fs::path text = write("eval-i32.txt", testing::tail_of(tinystories_val(), 20'000));
+  const RunResult eval = run_fsq({"eval", "--model", as_i32.string(), "--data", text.string(), "--max-windows", "2",
+                                  "--seq-len", "64", "--no-speed", "--threads", "1", "--progress", "off"});
+  expect_error(eval, file.string() + ": tensor '" + norm + "'", "stored as I32");
+
+  const fs::path scales_i16 = packed_copy_with(dir_ / "w4", dir_ / "w4-scales-i16", [&](nlohmann::json& h, std::string&, size_t) {
+    ASSERT_EQ(h[scales]["dtype"], "F16");
+    h[scales]["dtype"] = "I16";
+  });
+  expect_error(run_fsq({"inspect", scales_i16.string()}), "'" + scales + "'", "wrong dtype");
+}
+
+// Item 8: inspect checks the finiteness eval checks. A NaN in a norm of a packed folder whose
+// fsq.json was written with that NaN (so every sha256 matches) was shown with exit 0.
+TEST_F(CliInputs, InspectRefusesANonFiniteUnquantizedTensorOfAPackedFolder) {
+  need_w4();
+  for (const char* name : {"model.norm.weight", "model.layers.4.post_attention_layernorm.weight"}) {
+    SCOPED_TRACE(name);
+    const fs::path copy = dir_ / (std::string("w4-nan-") + name);
+    std::string digest;
+    packed_copy_with(dir_ / "w4", copy, [&](nlohmann::json& h, std::string& bytes, size_t data_at) {
+      const size_t begin = data_at + h[name]["data_offsets"][0].get<size_t>();
+      const size_t end = data_at + h[name]["data_offsets"][1].get<size_t>();
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(bytes.data() + begin + 4, &nan, 4);  // flat index 1
+      digest = sha256_hex(std::string_view(bytes).substr(begin, end - begin));
+    });
+    nlohmann::json manifest = read_json(copy / "fsq.json");
+    ASSERT_TRUE(manifest["tensor_sha256"].contains(name));
+    manifest["tensor_sha256"][name] = digest;
+    testing::write_file(copy / "fsq.json", manifest.dump(2));
+    const RunResult r = run_fsq({"inspect", copy.string()});
+    expect_error(r, (copy / "model.safetensors").string() + ": tensor '" + name + "'",
+                 "holds a non-finite value (nan at flat index 1)");
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+// Item 7: running out of memory (LibTorch's allocator, here under a data limit) says so in one
+// line naming the options that size the buffers, not in the allocator's own words.
+TEST_F(CliInputs, OutOfMemoryIsOneLineNamingTheBatchSize) {
+  const fs::path text = write("oom.txt", testing::tail_of(tinystories_val(), 2'000'000));
+  const fs::path err = dir_ / "oom.err";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // 768 MiB of data: a stories260K eval needs about 300 MiB, the whole text in one batch
+    // of 512-token windows several GiB.
+    const rlimit limit{768ull << 20, 768ull << 20};
+    ::setrlimit(RLIMIT_DATA, &limit);
+    std::freopen("/dev/null", "r", stdin);
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen(err.c_str(), "w", stderr);
+    ::execl(FSQ_BINARY, FSQ_BINARY, "eval", "--model", stories260k_dir().c_str(), "--data", text.c_str(), "--seq-len",
+            "512", "--batch-size", "100000", "--no-speed", "--threads", "1", "--progress", "off", nullptr);
+    ::_exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = testing::read_file(err);
+  expect_error(r, "out of memory", "lower --batch-size");
+  EXPECT_EQ(r.err.find("DefaultCPUAllocator"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.rfind("fsq: error: out of memory", 0), 0u) << r.err;
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Issue 58, items 1 and 2, end to end on stories260K.
 //
-// One writer per output: two fsq runs (quantize, calibrate, export) to the same output are
+// One writer per output: two fsq runs (quantize, calibrate, export, convert) to the same output are
 // started at once and then waited for; exactly one writes it, the other refuses in one line
 // naming the first one's pid, and nothing of the refused run is left. The first run takes
 // "<out>.fsq-lock" (common/output_lock.h) before any work; so that a fast command cannot
@@ -26,6 +26,7 @@
 #include "cli_support.h"
 #include "common/output_lock.h"
 #include "text_files.h"
+#include "tiny_gguf.h"
 
 namespace fsq::clitest {
 namespace {
@@ -181,6 +182,18 @@ TEST_F(CliOneWriter, TwoExportRunsToOneFolderWriteOnce) {
   const Pair r = run_two_at_once(args, args, out, dir_ / "logs");
   expect_one_writer(r, out);
   EXPECT_TRUE(fs::exists(out / "config.json"));
+}
+
+TEST_F(CliOneWriter, TwoConvertRunsToOneFolderWriteOnce) {
+  const fs::path gguf = dir_ / "tiny.gguf";
+  write_tiny_llama_gguf(gguf);
+  const fs::path out = dir_ / "hf";
+  const std::vector<std::string> args = {"convert", "--from", "gguf", gguf.string(), "--out", out.string()};
+  const Pair r = run_two_at_once(args, args, out, dir_ / "logs");
+  expect_one_writer(r, out);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"}) EXPECT_TRUE(fs::exists(out / f)) << f;
+  const RunResult inspect = run_fsq({"inspect", out.string()});
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
 }
 
 TEST_F(CliOneWriter, ALockLeftByAKilledRunIsTakenOver) {
