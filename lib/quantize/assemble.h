@@ -1,6 +1,8 @@
-// The last step of `fsq quantize`: the packed checkpoint assembled from the saved layers (so
-// a resumed run writes the same bytes as an uninterrupted one) plus the source's other
-// tensors (embedding and head, quantized with --head-bits), written atomically.
+// The last step of `fsq quantize`: the packed checkpoint made from the saved layers (so a
+// resumed run writes the same bytes as an uninterrupted one) plus the source's other tensors
+// (embedding and head, quantized with --head-bits), streamed into shards of at most
+// config.max_shard_bytes one layer at a time, and published atomically. When it fails (a
+// full disk), nothing is published and the saved layers stay for the rerun.
 #pragma once
 
 #include <set>

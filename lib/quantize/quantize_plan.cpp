@@ -86,12 +86,16 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   p.checkpoint = p.source_bytes + s.fisher_file_bytes;
   p.shell = c.vocab_size * h * kF32;  // the model shell's embedding (loaded by every method)
   p.layer = 2 * layer_params * kF32;  // the fp layer and the pass's rewritten copy
-  // Codes (one byte per weight) of every layer are held while the checkpoint is written;
-  // quantizing the embedding/head adds their codes and an f32 copy of the one being rounded.
-  p.assembled = p.quantized_parameters + p.head_parameters + p.output_bytes;
+  // The checkpoint is written one group at a time (formats/packed_checkpoint.h): a saved
+  // layer's codes (one byte per weight) and their packed copy, or a quantized embedding/head:
+  // an f32 copy of the matrix, its codes and their packed copy.
+  const int64_t layers = std::max<int64_t>(1, c.num_layers);
+  const int64_t layer_group =
+      p.quantized_parameters / layers + static_cast<int64_t>(std::ceil(packed_bits / 8.0)) / layers;
   int64_t largest_head = 0;
   for (const std::string& name : head) largest_head = std::max(largest_head, ckpt.get(name).numel());
-  p.assembled += largest_head * kF32;
+  const int64_t head_group = largest_head * (kF32 + 1) + p.head_bytes;
+  p.assembled = std::max(layer_group, head_group);
   if (s.calibrated) {
     p.shell += rope_table_bytes(rope_table_positions(s.seq_len, 0, c.max_position_embeddings), c.head_dim, kF32);
     p.calibration_runtime = kCalibrationRuntimeBytes;
@@ -191,7 +195,7 @@ std::string QuantizePlan::to_text(const QuantizeShape& s) const {
   out += "  predicted peak memory: " + mib(peak()) + " = runtime " + mib(runtime) + " + source " + mib(checkpoint) +
          " + embedding " + mib(shell) + " + the larger of the layer loop " + mib(layer_loop()) + " (layer " +
          mib(layer) + ", activations " + mib(activations) + ", search " + mib(search) + ", calibration working set " +
-         mib(calibration_runtime) + ") and the assembled output " + mib(assembled) + "\n";
+         mib(calibration_runtime) + ") and writing the output, one layer at a time, " + mib(assembled) + "\n";
   return out;
 }
 

@@ -49,8 +49,8 @@ struct QuantizePlan {
   int64_t output_bytes = 0;        // model.safetensors, approximately (padding excluded)
   int64_t source_bytes = 0;
   // Peak host memory terms (bytes). The layer loop (layer, activations, search and the
-  // calibration working set) and the final assembly never overlap: the allocator reuses the
-  // loop's freed heap for the assembled output, so the peak takes the larger of the two.
+  // calibration working set) and the writing of the output (one group at a time: `assembled`)
+  // never overlap: the allocator reuses the loop's freed heap, so the peak takes the larger.
   int64_t runtime = 0, checkpoint = 0, shell = 0, layer = 0, activations = 0, search = 0, calibration_runtime = 0,
           assembled = 0;
   int64_t fisher_pass = 0;  // the Fisher pass run before the layer loop (its own peak)
