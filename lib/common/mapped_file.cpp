@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -41,6 +42,14 @@ MappedFile::~MappedFile() {
 void MappedFile::drop_resident_pages() const {
   // Advisory: a failure leaves the pages resident, which is what not calling it does.
   if (data_ != nullptr) ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);
+}
+
+void drop_mapped_pages(const std::byte* p, size_t n) {
+  if (p == nullptr || n == 0) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory, as above
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

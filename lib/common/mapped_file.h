@@ -33,4 +33,10 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// As MappedFile::drop_resident_pages for the pages holding [p, p + n) only: a streaming
+// loader gives back one layer's pages once it has copied them. [p, p + n) must lie inside a
+// MappedFile's mapping (whole pages of it are dropped, which a mapping always covers);
+// never pass other memory: for anonymous memory MADV_DONTNEED discards the contents.
+void drop_mapped_pages(const std::byte* p, size_t n);
+
 }  // namespace fsq

@@ -105,6 +105,16 @@ std::vector<const TensorView*> Checkpoint::tensors() const {
   return out;
 }
 
+std::shared_ptr<const void> Checkpoint::owner_of(const TensorView& v) const {
+  const auto holds = [&](const std::vector<TensorView>& views) {
+    return !views.empty() && &v >= views.data() && &v < views.data() + views.size();
+  };
+  if (owned_ && holds(owned_->views)) return owned_;
+  for (const auto& shard : shards_)
+    if (holds(shard->tensors())) return shard;
+  return nullptr;
+}
+
 // One file: its own sha256 (what `sha256sum model.safetensors` prints). Several shards:
 // sha256 of the text sha256_hex(shard) + file name, for each shard in file-name order
 // (shards_ is kept in that order), so a renamed shard is a different identity. Reads every

@@ -35,6 +35,9 @@ class Checkpoint {
   const TensorView& get(const std::string& name) const;   // throws fsq::Error if absent
   std::vector<const TensorView*> tensors() const;          // sorted by name
   const std::vector<std::shared_ptr<const SafetensorsFile>>& shards() const { return shards_; }
+  // What keeps view `v` (one of this checkpoint's) readable: its shard, or the in-memory
+  // tensors; a zero-copy tensor over v.data holds it. Null for a view not of this checkpoint.
+  std::shared_ptr<const void> owner_of(const TensorView& v) const;
   // sha256 over the shard files' hashes in name order (stable identity of the weights).
   std::string weights_sha256() const;
 

@@ -12,10 +12,14 @@
 namespace fsq {
 namespace {
 
-// A dense f32 matrix [rows, cols] rounded to fp16 into spec->half_weights, or why not.
-std::string half_view(const at::Tensor& w, const char* name, CudaDecodeSpec* spec, cuda::HalfWeightsView* view) {
-  if (!w.defined() || w.scalar_type() != at::kFloat || !w.device().is_cpu() || !w.is_contiguous() || w.dim() != 2)
-    return std::string(name) + " is not an f32 matrix on the CPU";
+// A dense f32 (or bf16/f16, as a checkpoint stores it) matrix [rows, cols] rounded to fp16
+// into spec->half_weights, or why not.
+std::string half_view(const at::Tensor& stored, const char* name, CudaDecodeSpec* spec, cuda::HalfWeightsView* view) {
+  const bool floating = stored.defined() && (stored.scalar_type() == at::kFloat || stored.scalar_type() == at::kBFloat16 ||
+                                             stored.scalar_type() == at::kHalf);
+  if (!floating || !stored.device().is_cpu() || !stored.is_contiguous() || stored.dim() != 2)
+    return std::string(name) + " is not an f32, bf16 or f16 matrix on the CPU";
+  const at::Tensor w = stored.to(at::kFloat);  // exact; one matrix at a time
   const float* p = w.data_ptr<float>();
   const int64_t n = w.numel();
   std::vector<uint16_t> half(static_cast<size_t>(n));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/half.h"
 #include "formats/model_config.h"
 #include "runtime/cpu/decode_attention.h"
 #include "runtime/cpu/silu.h"
@@ -24,6 +25,30 @@ constexpr int64_t kParallelAttentionWork = int64_t{1} << 15;
 
 bool f32_cpu_contiguous(const at::Tensor& t) {
   return t.defined() && t.device().is_cpu() && t.scalar_type() == at::kFloat && t.is_contiguous();
+}
+
+// A dense embedding table the step can read rows of: f32, or bf16/f16 as a checkpoint stores it.
+bool embedding_rows_readable(const at::Tensor& t) {
+  const auto type = t.defined() ? t.scalar_type() : at::kFloat;
+  return t.defined() && t.device().is_cpu() && t.is_contiguous() && t.dim() == 2 &&
+         (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf);
+}
+
+// Row `id` of a dense embedding table into out[0, H) as f32 (16-bit rows widened exactly).
+void embedding_row(const at::Tensor& table, int64_t id, int64_t H, float* out) {
+  switch (table.scalar_type()) {
+    case at::kBFloat16: {
+      const auto* row = static_cast<const uint16_t*>(table.data_ptr()) + id * H;
+      for (int64_t i = 0; i < H; ++i) out[i] = bf16_to_f32(row[i]);
+      return;
+    }
+    case at::kHalf: {
+      const auto* row = static_cast<const uint16_t*>(table.data_ptr()) + id * H;
+      for (int64_t i = 0; i < H; ++i) out[i] = f16_to_f32(row[i]);
+      return;
+    }
+    default: std::memcpy(out, table.data_ptr<float>() + id * H, static_cast<size_t>(H) * sizeof(float));
+  }
 }
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], the mean taken in double.
@@ -133,7 +158,8 @@ void mlp_step(const DecoderLayer& L, const ModelConfig& c, int64_t B, Buffers& b
 }  // namespace
 
 std::string FastDecoder::unsupported_reason(const FastDecodeModel& m) {
-  if (m.packed_embedding == nullptr && !f32_cpu_contiguous(*m.embedding)) return "the embedding is not f32 on the CPU";
+  if (m.packed_embedding == nullptr && !embedding_rows_readable(*m.embedding))
+    return "the embedding is not f32, bf16 or f16 on the CPU";
   if (!f32_cpu_contiguous(*m.final_norm)) return "the final norm is not f32 on the CPU";
   if (!m.lm_head->supports_rows()) return "lm_head (" + m.lm_head->describe() + ") has no raw-row path";
   if (m.config->head_dim % 2 != 0) return "odd head_dim";
@@ -161,13 +187,12 @@ void FastDecoder::step(const at::Tensor& ids, KVCache& cache, const RopeTables& 
   Buffers buf(c, B, cache.length + 1);
   const at::Tensor ids_cpu = ids.contiguous();
   const int64_t* id = ids_cpu.data_ptr<int64_t>();
-  const float* table = m_.packed_embedding ? nullptr : m_.embedding->data_ptr<float>();
   for (int64_t b = 0; b < B; ++b) {
     check_token_id(id[b], vocab);
     if (m_.packed_embedding)
       m_.packed_embedding->dequantize_row(id[b], &buf.h[b * H]);
     else
-      std::memcpy(&buf.h[b * H], table + id[b] * H, static_cast<size_t>(H) * sizeof(float));
+      embedding_row(*m_.embedding, id[b], H, &buf.h[b * H]);
   }
   for (size_t i = 0; i < m_.layers->size(); ++i) {
     const DecoderLayer& L = (*m_.layers)[i];

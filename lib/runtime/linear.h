@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/cpu/cpu_isa.h"
+#include "runtime/cpu/dense_kernels.h"  // Dense16WeightsView
 #include "runtime/cpu/lut_kernels.h"      // LutWeightsView
 #include "runtime/cpu/uniform_kernels.h"  // UniformWeightsView
 
@@ -53,7 +54,9 @@ class Linear {
 // y[i, n] += bias[n] for i < m (bias may be null).
 void add_bias_rows(const float* bias, int64_t m, int64_t rows, float* y);
 
-// y = x W^T + b with W [out, in] stored in any floating dtype; computed in x's dtype.
+// y = x W^T + b with W [out, in] stored in any floating dtype; computed in x's dtype. On the
+// CPU in f32, bf16/f16 weights are read as stored (cpu::dense16_gemv, or widened a block of
+// rows at a time): a model loaded from a bf16 checkpoint needs no f32 copy.
 class DenseLinear final : public Linear {
  public:
   DenseLinear(at::Tensor weight, std::optional<at::Tensor> bias);
@@ -62,7 +65,8 @@ class DenseLinear final : public Linear {
   int64_t out_features() const override;
   std::string describe() const override;
   int64_t weight_bytes() const override;
-  // Rows run through cpu::dense_gemv when the weights (and bias) are contiguous f32.
+  // Rows run through cpu::dense_gemv (cpu::dense16_gemv) when the weights are contiguous f32
+  // (bf16, f16) on the CPU and the bias, if any, f32.
   bool supports_rows() const override;
   void forward_rows(const float* x, int64_t m, float* y) const override;
   LinearDeviceView device_view() const override;
@@ -72,6 +76,9 @@ class DenseLinear final : public Linear {
  private:
   at::Tensor weight_;
   std::optional<at::Tensor> bias_;
+  // The weights as a 16-bit kernel view when they are contiguous bf16/f16 on the CPU.
+  std::optional<cpu::Dense16WeightsView> half_view() const;
+
   cpu::CpuIsa isa_;
 };
 

@@ -25,6 +25,13 @@ c10::ScalarType to_scalar_type(DType t) {
   throw Error("dtype", "no LibTorch scalar type for " + std::string(dtype_name(t)));
 }
 
+at::Tensor mapped_tensor(const TensorView& v, std::shared_ptr<const void> owner) {
+  if (!owner) throw Error(v.name, "no owner keeps this tensor's mapped file open");
+  return at::from_blob(
+      const_cast<std::byte*>(v.data), v.shape, [owner = std::move(owner)](void*) mutable { owner.reset(); },
+      at::TensorOptions().dtype(to_scalar_type(v.dtype)));
+}
+
 at::Tensor copy_to_weight_memory(const at::Tensor& t, c10::ScalarType dtype) {
   const auto bytes = static_cast<size_t>(t.numel()) * c10::elementSize(dtype);
   at::Tensor out = at::from_blob(allocate_weight_memory(bytes), t.sizes(), release_weight_memory,

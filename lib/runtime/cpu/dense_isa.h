@@ -20,9 +20,25 @@ struct DenseBatch {
   const float* panel = nullptr;  // unused: the dense GEMV reads x as given (gemv_batches.h)
 };
 
+// The same batch over 16-bit weights (dense16_gemv).
+struct Dense16Batch {
+  const Dense16WeightsView* w = nullptr;
+  int64_t m = 0;
+  const float* x = nullptr;
+  int64_t x_stride = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+  const float* panel = nullptr;  // unused, as in DenseBatch
+};
+
 using DenseRowsFn = void (*)(const DenseBatch& batch, int64_t row0, int64_t row1);
 void dense_rows_scalar(const DenseBatch& batch, int64_t row0, int64_t row1);
 void dense_rows_avx2(const DenseBatch& batch, int64_t row0, int64_t row1);
 void dense_rows_avx512(const DenseBatch& batch, int64_t row0, int64_t row1);
+
+using Dense16RowsFn = void (*)(const Dense16Batch& batch, int64_t row0, int64_t row1);
+void dense16_rows_scalar(const Dense16Batch& batch, int64_t row0, int64_t row1);
+void dense16_rows_avx2(const Dense16Batch& batch, int64_t row0, int64_t row1);
+void dense16_rows_avx512(const Dense16Batch& batch, int64_t row0, int64_t row1);
 
 }  // namespace fsq::cpu
