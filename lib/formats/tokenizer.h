@@ -57,7 +57,7 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer_json(const std::filesystem::path& t
 
 // The tokenizer stored in a GGUF file's metadata (tokenizer.ggml.*):
 // - model "gpt2": byte-level BPE (tokens, merges, token_type) with tokenizer.ggml.pre
-//   "default"/"gpt2", "smollm"/"starcoder", "llama-bpe"/"llama3" or "qwen2", each the
+//   "default"/"gpt2"/"gpt-2", "smollm"/"starcoder", "llama-bpe"/"llama3" or "qwen2", each the
 //   pre-tokenizer of the Hugging Face tokenizer.json it stands for (absent: "default").
 //   Control, user-defined and unknown tokens are split out of the input like tokenizer.json
 //   added tokens. kind() "bpe".

@@ -1,7 +1,9 @@
 // fsq export: fsq's weights -> files an existing inference engine loads.
 //   autoawq: a packed checkpoint (fsq quantize) -> the AutoAWQ GEMM folder (vLLM, transformers).
-//   gguf:    a llama.cpp GGUF -> the same model in one of llama.cpp's block types, each block
-//            fitted by fsq's importance-weighted search (calibration statistics when given).
+//   gguf:    a llama.cpp GGUF or a Hugging Face folder -> the model in one of llama.cpp's
+//            types, each block fitted by fsq's importance-weighted search (calibration
+//            statistics when given); a packed checkpoint whose grids are llama.cpp's -> its
+//            blocks carried over bit for bit.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,8 @@
 #include "formats/export/compressed_tensors.h"
 #include "formats/export/gguf_awq.h"
 #include "formats/export/gguf_export.h"
+#include "formats/export/gguf_hf_source.h"
+#include "formats/export/gguf_packed_source.h"
 #include "formats/export/llama_rpc_launch.h"
 #include "formats/export/vllm_launch.h"
 #include "formats/gguf/gguf_model.h"
@@ -161,19 +165,34 @@ std::function<std::vector<float>(const std::string&, int64_t)> importance_from(c
   };
 }
 
+// What --format gguf reads: a .gguf file, fsq's packed folder (it has fsq.json) or a
+// Hugging Face folder (config.json and safetensors).
+enum class GgufInput { GgufFile, HfFolder, Packed };
+
+GgufInput gguf_input_kind(const std::string& input) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (is_gguf_path(input)) return GgufInput::GgufFile;
+  if (fs::is_directory(input, ec) && fs::exists(fs::path(input) / kPackedManifestFile, ec)) return GgufInput::Packed;
+  if (fs::is_directory(input, ec) && fs::exists(fs::path(input) / "config.json", ec)) return GgufInput::HfFolder;
+  throw Error(input, "--format gguf reads a llama.cpp .gguf file, a Hugging Face folder (config.json and "
+                     "safetensors) or a packed checkpoint folder of fsq quantize");
+}
+
 int run_gguf(const ExportFlags& f) {
   if (f.dtype != "float16") throw Error("--model-dtype", "belongs to --format compressed-tensors; gguf takes --type");
   if (f.type.empty() && f.plan.empty())
     throw Error("fsq export", "--format gguf needs --type (" + gguf_recipe_names() + ") or --plan");
   const std::string type_name = f.type.empty() ? "Q4_K_M" : f.type;  // with --plan: the head and embeddings
-  if (!is_gguf_path(f.input))
-    throw Error(f.input, "--format gguf reads a llama.cpp .gguf file (convert a Hugging Face folder with llama.cpp's "
-                         "convert_hf_to_gguf.py first)");
+  const GgufInput kind = gguf_input_kind(f.input);
   const auto recipe = parse_gguf_recipe(type_name);
   if (!recipe) throw Error("fsq export", "--type " + f.type + " is not one fsq writes; use one of " + gguf_recipe_names());
   if (!f.plan.empty() && f.pure) throw Error("fsq export", "--pure and --plan both decide the types: give one");
   if (f.awq && f.calib.empty())
     throw Error("--awq", "searches its scales from calibration statistics: give --calib (fsq calibrate on " + f.input + ")");
+  if (kind == GgufInput::Packed && (!f.calib.empty() || !f.plan.empty() || f.awq))
+    throw Error("fsq export", "--calib, --awq and --plan need a .gguf or Hugging Face source; " + f.input +
+                                  " is a packed checkpoint, whose linears keep their own blocks");
   const OutputLock lock = lock_output({f.out, "--out", OutputKind::File, f.force}, {f.input, f.calib, f.plan});
   check_output_file(f.json, "--json", {f.input, f.calib, f.plan, f.out}, f.force);
   check_output_file(f.emit_launch, "--emit-launch", {f.input, f.calib, f.plan, f.out, f.json}, f.force);
@@ -181,12 +200,32 @@ int run_gguf(const ExportFlags& f) {
   const int threads = apply_threads(f.rt.threads);
   apply_progress(f.progress);
 
-  const auto source = GgufFile::open(f.input);
-  const ArchSpec* arch = find_gguf_arch_spec(source->get_string("general.architecture"));
+  std::shared_ptr<const GgufFile> gguf_file;
+  std::unique_ptr<GgufExportSource> source;
+  std::string source_sha;
+  const bool needs_sha = !f.calib.empty() || !f.plan.empty();
+  switch (kind) {
+    case GgufInput::GgufFile:
+      gguf_file = GgufFile::open(f.input);
+      source = std::make_unique<GgufFileSource>(*gguf_file);
+      source_sha = sha256_file(f.input);
+      break;
+    case GgufInput::HfFolder: {
+      auto hf = std::make_unique<HfFolderSource>(f.input);
+      // Hashing a 7B folder reads it once more: only where a plan or calibration file is checked.
+      if (needs_sha) source_sha = hf->checkpoint().weights_sha256();
+      source = std::move(hf);
+      break;
+    }
+    case GgufInput::Packed: source = std::make_unique<PackedGgufSource>(f.input); break;
+  }
+  const GgufValue* arch_key = source->find("general.architecture");
+  const std::string arch_name =
+      arch_key != nullptr && arch_key->type() == GgufType::STRING ? std::get<std::string>(arch_key->v) : "";
+  const ArchSpec* arch = find_gguf_arch_spec(arch_name);
   if (arch == nullptr)
-    throw Error(f.input, "architecture '" + source->get_string("general.architecture") +
+    throw Error(f.input, "architecture '" + arch_name +
                              "' is not supported; supported: " + join_names(supported_gguf_architectures()));
-  const std::string source_sha = sha256_file(f.input);
   if (!plan_file.model_sha256.empty() && plan_file.model_sha256 != source_sha)
     throw Error(f.plan, "was made for another model (sha256 " + plan_file.model_sha256.substr(0, 12) + "..., " +
                             f.input + " is " + source_sha.substr(0, 12) + "...); run fsq plan --calib on a "
@@ -229,22 +268,26 @@ int run_gguf(const ExportFlags& f) {
   options.progress = [&](size_t done, size_t) { progress.update(static_cast<int64_t>(done)); };
   const GgufExportReport report = export_gguf(*source, plan, f.out, options);
   progress.finish();
+  for (const std::string& note : source->notes()) std::fprintf(stderr, "note: %s\n", note.c_str());
 
-  int weighted = 0, matrices = 0;
+  int weighted = 0, matrices = 0, carried = 0;
   for (const auto& t : report.plan.tensors) {
     if (t.dims.size() < 2) continue;
     ++matrices;
     weighted += t.weighted ? 1 : 0;
-    // A plan's widths are what was asked for; say only where a shape forced another type.
+    carried += t.carried ? 1 : 0;
+    // A plan's widths are what was asked for, a carried linear's type is its grid (the
+    // source's notes summarize them): say only where a shape forced another type.
     const bool plan_width_as_asked = t.note.starts_with("plan: ") && t.note.find("not whole") == std::string::npos;
-    if (!t.note.empty() && !plan_width_as_asked)
+    if (!t.note.empty() && !plan_width_as_asked && !t.carried)
       std::fprintf(stderr, "note: %s: %s\n", t.name.c_str(), t.note.c_str());
   }
-  std::printf("exported %s -> %s (%s, %.3f bits/weight, %llu bytes; %d of %d matrices importance-weighted%s)\n",
-              f.input.c_str(), f.out.c_str(), f.plan.empty() ? type_name.c_str() : ("plan " + f.plan).c_str(),
-              report.bits_per_weight,
-              static_cast<unsigned long long>(report.file_bytes), weighted, matrices,
-              calib ? "" : ": no --calib, plain squared error");
+  std::string how = std::to_string(weighted) + " of " + std::to_string(matrices) + " matrices importance-weighted" +
+                    (calib ? "" : ": no --calib, plain squared error");
+  if (carried > 0) how = std::to_string(carried) + " of " + std::to_string(matrices) + " matrices carried over bit for bit";
+  std::printf("exported %s -> %s (%s, %.3f bits/weight, %llu bytes; %s)\n", f.input.c_str(), f.out.c_str(),
+              f.plan.empty() ? type_name.c_str() : ("plan " + f.plan).c_str(), report.bits_per_weight,
+              static_cast<unsigned long long>(report.file_bytes), how.c_str());
   if (!f.json.empty()) write_json_report(f.json, report.to_json());
   if (!f.emit_launch.empty()) {
     write_launch_script(f.emit_launch,

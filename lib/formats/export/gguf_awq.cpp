@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "common/error.h"
-#include "formats/gguf/dequantize.h"
 #include "formats/gguf/gguf_reader.h"
 #include "formats/gguf/quantize_blocks.h"
 
@@ -21,7 +20,7 @@ struct Group {
   std::vector<std::string> linears;
 };
 
-std::vector<Group> norm_fed_groups(const GgufFile& source) {
+std::vector<Group> norm_fed_groups(const GgufExportSource& source) {
   std::vector<Group> groups;
   for (int64_t layer = 0;; ++layer) {
     const std::string p = "blk." + std::to_string(layer) + ".";
@@ -86,11 +85,11 @@ double scaled_error(GgmlType type, const std::vector<float>& weights, int64_t co
   return total;
 }
 
-bool quantized(GgmlType t) { return t != GgmlType::F32 && t != GgmlType::F16; }
+bool quantized(GgmlType t) { return ggml_type_info(t).block_size > 1; }
 
 }  // namespace
 
-GgufAwqScales search_gguf_awq_scales(const GgufFile& source, const GgufExportPlan& plan,
+GgufAwqScales search_gguf_awq_scales(const GgufExportSource& source, const GgufExportPlan& plan,
                                      const std::function<std::vector<float>(const std::string&, int64_t)>& importance,
                                      int threads, const std::function<void(size_t, size_t)>& progress) {
   GgufAwqScales out;
@@ -98,20 +97,24 @@ GgufAwqScales search_gguf_awq_scales(const GgufFile& source, const GgufExportPla
   threads = std::max(threads, 1);
   for (size_t g = 0; g < groups.size(); ++g) {
     const Group& group = groups[g];
-    const GgufTensorInfo* norm = source.find_tensor(group.norm);
-    const int64_t cols = norm->n_elements;
+    const GgufSourceTensor* norm = source.find_tensor(group.norm);
+    const int64_t cols = norm->dims[0];
     std::vector<float> c;
     std::vector<std::pair<GgmlType, std::vector<float>>> mats;  // planned type, dequantized weights
     bool usable = importance != nullptr;
     for (const auto& name : group.linears) {
-      const GgufTensorInfo* t = source.find_tensor(name);
-      if (t == nullptr || t->dims.size() != 2 || t->dims[0] != cols || !quantized(planned_type(plan, name))) {
+      const GgufSourceTensor* t = source.find_tensor(name);
+      if (t == nullptr || t->carried || t->dims.size() != 2 || t->dims[0] != cols ||
+          !quantized(planned_type(plan, name))) {
         usable = false;
         break;
       }
       if (c.empty()) c = importance(name, cols);
-      std::vector<float> w(static_cast<size_t>(t->n_elements));
-      dequantize_row(t->type, t->data, w.data(), t->n_elements);
+      const size_t index = source.tensor_index(name);
+      std::vector<float> w(static_cast<size_t>(t->rows() * cols));
+      source.open_tensor(index);
+      source.read_rows(index, 0, t->rows(), w.data());
+      source.release(index);
       mats.emplace_back(planned_type(plan, name), std::move(w));
     }
     if (!usable || static_cast<int64_t>(c.size()) != cols) {
@@ -142,6 +145,12 @@ GgufAwqScales search_gguf_awq_scales(const GgufFile& source, const GgufExportPla
     if (progress) progress(g + 1, groups.size());
   }
   return out;
+}
+
+GgufAwqScales search_gguf_awq_scales(const GgufFile& source, const GgufExportPlan& plan,
+                                     const std::function<std::vector<float>(const std::string&, int64_t)>& importance,
+                                     int threads, const std::function<void(size_t, size_t)>& progress) {
+  return search_gguf_awq_scales(GgufFileSource(source), plan, importance, threads, progress);
 }
 
 }  // namespace fsq

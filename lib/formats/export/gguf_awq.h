@@ -26,6 +26,9 @@ struct GgufAwqScales {
 };
 
 // `importance(name, cols)` as in GgufExportOptions (groups without statistics are skipped).
+GgufAwqScales search_gguf_awq_scales(const GgufExportSource& source, const GgufExportPlan& plan,
+                                     const std::function<std::vector<float>(const std::string&, int64_t)>& importance,
+                                     int threads, const std::function<void(size_t, size_t)>& progress = {});
 GgufAwqScales search_gguf_awq_scales(const GgufFile& source, const GgufExportPlan& plan,
                                      const std::function<std::vector<float>(const std::string&, int64_t)>& importance,
                                      int threads, const std::function<void(size_t, size_t)>& progress = {});

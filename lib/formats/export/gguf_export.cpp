@@ -11,6 +11,7 @@
 #include "common/half.h"
 #include "formats/gguf/dequantize.h"
 #include "formats/gguf/gguf_reader.h"
+#include "formats/export/gguf_source.h"
 #include "formats/gguf/gguf_writer.h"
 #include "formats/gguf/quantize_blocks.h"
 
@@ -20,7 +21,7 @@ namespace {
 constexpr const char* kOutput = "output.weight";
 constexpr const char* kTokenEmbd = "token_embd.weight";
 
-bool is_output_head(const GgufFile& source, const std::string& name) {
+bool is_output_head(const GgufExportSource& source, const std::string& name) {
   return name == kOutput || (name == kTokenEmbd && source.find_tensor(kOutput) == nullptr);
 }
 
@@ -36,19 +37,9 @@ int64_t block_index(const std::string& name) {
   }
 }
 
-// "<arch>.<suffix>" as an integer, or `fallback` when absent.
-int64_t arch_int(const GgufFile& source, const std::string& suffix, int64_t fallback) {
-  const GgufValue* arch = source.find("general.architecture");
-  if (arch == nullptr || arch->type() != GgufType::STRING) return fallback;
-  const std::string key = std::get<std::string>(arch->v) + "." + suffix;
-  return source.find(key) != nullptr ? source.get_i64(key) : fallback;
-}
-
-int64_t block_count(const GgufFile& source) { return arch_int(source, "block_count", 0); }
-
-int64_t query_heads_per_kv_head(const GgufFile& source) {
-  const int64_t heads = arch_int(source, "attention.head_count", 1);
-  const int64_t kv = arch_int(source, "attention.head_count_kv", heads);
+int64_t query_heads_per_kv_head(const GgufExportSource& source) {
+  const int64_t heads = source.arch_int("attention.head_count", 1);
+  const int64_t kv = source.arch_int("attention.head_count_kv", heads);
   return kv > 0 ? heads / kv : 1;
 }
 
@@ -87,7 +78,7 @@ void parallel_rows(int64_t n, int threads, const std::function<void(int64_t)>& b
 // float types, which take no weights.
 const float* element_weights(const std::vector<float>& x, const std::vector<float>& column, GgmlType to,
                              std::vector<float>& proxy) {
-  if (to == GgmlType::F32 || to == GgmlType::F16) return nullptr;
+  if (ggml_type_info(to).block_size == 1) return nullptr;
   if (!column.empty()) return column.data();
   double s2 = 0;
   for (float v : x) s2 += static_cast<double>(v) * v;
@@ -106,6 +97,12 @@ void write_row(GgmlType to, const float* x, int64_t n, const float* importance, 
         std::memcpy(dst + 2 * i, &h, 2);
       }
       return;
+    case GgmlType::BF16:  // round to nearest even, as convert_hf_to_gguf.py's --outtype bf16
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h = f32_to_bf16(x[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return;
     default:
       quantize_row_gguf(to, {x, static_cast<size_t>(n)},
                         importance != nullptr ? std::span<const float>(importance, static_cast<size_t>(n))
@@ -114,16 +111,51 @@ void write_row(GgmlType to, const float* x, int64_t n, const float* importance, 
   }
 }
 
+
+// One tensor decoded row by row from the source, (scaled,) and written in its planned type;
+// sets t.weighted when importance weights were found for it.
+void fill_converted(const GgufExportSource& source, size_t src_index, GgufTensorPlan& t,
+                    const GgufExportOptions& options, std::span<std::byte> dst) {
+  const int64_t cols = t.dims[0];
+  const int64_t rows = source.tensors()[src_index].rows();
+  std::vector<float> importance;
+  if (options.importance && t.dims.size() >= 2 && ggml_type_info(t.to).block_size > 1) {
+    importance = options.importance(t.name, cols);
+    if (!importance.empty() && static_cast<int64_t>(importance.size()) != cols)
+      throw Error("gguf export", "importance for '" + t.name + "' has " + std::to_string(importance.size()) +
+                                     " columns, the tensor " + std::to_string(cols));
+    t.weighted = !importance.empty();
+  }
+  const std::vector<float>* scale = nullptr;
+  if (auto it = options.column_scale.find(t.name); it != options.column_scale.end()) scale = &it->second;
+  if (auto it = options.norm_divisor.find(t.name); it != options.norm_divisor.end()) scale = &it->second;
+  if (scale != nullptr && static_cast<int64_t>(scale->size()) != cols)
+    throw Error("gguf export", "scales for '" + t.name + "' do not match its " + std::to_string(cols) + " columns");
+  const bool divide = scale != nullptr && t.dims.size() == 1;
+  if (scale != nullptr && !divide && !importance.empty())
+    for (int64_t j = 0; j < cols; ++j) importance[j] /= (*scale)[j] * (*scale)[j];
+  const size_t dst_row_bytes = dst.size() / static_cast<size_t>(rows);
+  parallel_rows(rows, options.threads, [&](int64_t r) {
+    std::vector<float> x(static_cast<size_t>(cols));
+    source.read_rows(src_index, r, 1, x.data());
+    if (scale != nullptr)
+      for (int64_t j = 0; j < cols; ++j) x[j] = divide ? x[j] / (*scale)[j] : x[j] * (*scale)[j];
+    std::vector<float> proxy;
+    write_row(t.to, x.data(), cols, element_weights(x, importance, t.to, proxy),
+              dst.data() + static_cast<size_t>(r) * dst_row_bytes);
+  });
+}
+
 }  // namespace
 
-GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure,
+GgufExportPlan plan_gguf_export(const GgufExportSource& source, GgufRecipe recipe, bool has_importance, bool pure,
                                 const std::vector<int>& layer_bits) {
   const GgufRecipeInfo& info = gguf_recipe_info(recipe);
   const std::string where = "fsq export --type " + std::string(info.name);
   GgufExportPlan plan;
   plan.recipe = recipe;
   plan.layer_bits = layer_bits;
-  const int64_t n_layers = block_count(source);
+  const int64_t n_layers = source.arch_int("block_count", 0);
   if (!layer_bits.empty() && static_cast<int64_t>(layer_bits.size()) != n_layers)
     throw Error(where, "the plan has " + std::to_string(layer_bits.size()) + " layers, " + source.name() + " has " +
                            std::to_string(n_layers) + ": it was made for another model");
@@ -134,11 +166,12 @@ GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool 
   const int64_t n_gqa = query_heads_per_kv_head(source);
   bool base_fits_some_row = false;
   for (const auto& t : source.tensors()) {
-    if (!can_dequantize(t.type))
-      throw Error(source.name(), "tensor '" + t.name + "' is " + std::string(ggml_type_name(t.type)) +
-                                     ", which fsq cannot dequantize");
-    GgufTensorPlan p{t.name, t.type, GgmlType::F32, t.dims, "", false};
-    if (t.dims.size() >= 2) {
+    GgufTensorPlan p{t.name, t.type, GgmlType::F32, t.dims, "", false, t.carried};
+    if (t.carried) {
+      p.to = t.type;
+      p.note = t.note;
+      base_fits_some_row = true;
+    } else if (t.dims.size() >= 2) {
       GgufTensorRole role{t.name, t.dims[0], block_index(t.name), n_layers, n_gqa, is_output_head(source, t.name),
                           has_importance, pure};
       if (!layer_bits.empty() && role.layer >= 0 && role.layer < n_layers) {
@@ -165,6 +198,7 @@ nlohmann::json GgufExportReport::to_json() const {
   for (const auto& t : plan.tensors) {
     nlohmann::json j = {{"name", t.name}, {"from", ggml_type_name(t.from)}, {"to", ggml_type_name(t.to)},
                         {"dims", t.dims}, {"importance_weighted", t.weighted}};
+    if (t.carried) j["carried"] = true;
     if (!t.note.empty()) j["note"] = t.note;
     tensors.push_back(std::move(j));
   }
@@ -177,8 +211,8 @@ nlohmann::json GgufExportReport::to_json() const {
   return j;
 }
 
-GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan, const std::filesystem::path& out,
-                             const GgufExportOptions& options) {
+GgufExportReport export_gguf(const GgufExportSource& source, const GgufExportPlan& plan,
+                             const std::filesystem::path& out, const GgufExportOptions& options) {
   GgufExportReport report;
   report.plan = plan;
   GgufWriter writer;
@@ -186,6 +220,7 @@ GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan,
   // describe a file this is not.
   for (const auto& [key, value] : source.metadata())
     if (!key.starts_with("quantize.")) writer.set(key, value);
+  for (const auto& [key, value] : options.extra_metadata) writer.set(key, value);
   writer.set("general.file_type", GgufValue{gguf_recipe_info(plan.recipe).file_type});
   writer.set("general.quantization_version", GgufValue{uint32_t{2}});
   if (!options.provenance.is_null()) writer.set("fsq.export", GgufValue{options.provenance.dump()});
@@ -202,41 +237,29 @@ GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan,
 
   writer.write(out, [&](size_t i, std::span<std::byte> dst) {
     auto& t = report.plan.tensors[i];
-    const GgufTensorInfo* src = source.find_tensor(t.name);
-    const int64_t cols = t.dims[0];
-    const int64_t rows = src->n_elements / cols;
-    std::vector<float> importance;
-    if (options.importance && t.dims.size() >= 2 && t.to != GgmlType::F32 && t.to != GgmlType::F16) {
-      importance = options.importance(t.name, cols);
-      if (!importance.empty() && static_cast<int64_t>(importance.size()) != cols)
-        throw Error("gguf export", "importance for '" + t.name + "' has " + std::to_string(importance.size()) +
-                                       " columns, the tensor " + std::to_string(cols));
-      t.weighted = !importance.empty();
+    const size_t src_index = source.tensor_index(t.name);
+    source.open_tensor(src_index);
+    if (t.carried) {
+      source.copy_blocks(src_index, dst);
+    } else {
+      fill_converted(source, src_index, t, options, dst);
     }
-    const std::vector<float>* scale = nullptr;
-    if (auto it = options.column_scale.find(t.name); it != options.column_scale.end()) scale = &it->second;
-    if (auto it = options.norm_divisor.find(t.name); it != options.norm_divisor.end()) scale = &it->second;
-    if (scale != nullptr && static_cast<int64_t>(scale->size()) != cols)
-      throw Error("gguf export", "scales for '" + t.name + "' do not match its " + std::to_string(cols) + " columns");
-    const bool divide = scale != nullptr && t.dims.size() == 1;
-    if (scale != nullptr && !divide && !importance.empty())
-      for (int64_t j = 0; j < cols; ++j) importance[j] /= (*scale)[j] * (*scale)[j];
-    const size_t src_row_bytes = src->nbytes / static_cast<size_t>(rows);
-    const size_t dst_row_bytes = dst.size() / static_cast<size_t>(rows);
-    parallel_rows(rows, options.threads, [&](int64_t r) {
-      std::vector<float> x(static_cast<size_t>(cols));
-      dequantize_row(src->type, src->data + static_cast<size_t>(r) * src_row_bytes, x.data(), cols);
-      if (scale != nullptr)
-        for (int64_t j = 0; j < cols; ++j) x[j] = divide ? x[j] / (*scale)[j] : x[j] * (*scale)[j];
-      std::vector<float> proxy;
-      write_row(t.to, x.data(), cols, element_weights(x, importance, t.to, proxy),
-                dst.data() + static_cast<size_t>(r) * dst_row_bytes);
-    });
+    source.release(src_index);
     if (options.progress) options.progress(i + 1, plan.tensors.size());
   });
   report.file_bytes = std::filesystem::file_size(out);
   report.bits_per_weight = report.parameters > 0 ? 8.0 * static_cast<double>(data_bytes) / report.parameters : 0;
   return report;
+}
+
+GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure,
+                                const std::vector<int>& layer_bits) {
+  return plan_gguf_export(GgufFileSource(source), recipe, has_importance, pure, layer_bits);
+}
+
+GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan, const std::filesystem::path& out,
+                             const GgufExportOptions& options) {
+  return export_gguf(GgufFileSource(source), plan, out, options);
 }
 
 }  // namespace fsq

@@ -1,8 +1,10 @@
-// fsq export --format gguf: a llama.cpp GGUF (any type fsq dequantizes) requantized into
-// llama.cpp's block types with fsq's importance-weighted block search (gguf/quantize_blocks.h).
-// Metadata and tokenizer are copied from the source; which tensor gets which type follows
-// llama-quantize's rules (gguf_recipe.h), so the file is the size llama-quantize's is and a
-// comparison measures the block choices alone.
+// fsq export --format gguf: a model (a llama.cpp GGUF of any type fsq dequantizes, a Hugging
+// Face folder, or fsq's packed checkpoint: gguf_source.h) written in llama.cpp's block types
+// with fsq's importance-weighted block search (gguf/quantize_blocks.h). Metadata and
+// tokenizer come from the source; which tensor gets which type follows llama-quantize's
+// rules (gguf_recipe.h), so the file is the size llama-quantize's is and a comparison
+// measures the block choices alone. Tensors stream: one is read, converted and written
+// before the next is touched.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/export/gguf_recipe.h"
+#include "formats/export/gguf_source.h"
 #include "formats/gguf/ggml_types.h"
 
 namespace fsq {
@@ -28,6 +31,7 @@ struct GgufTensorPlan {
   std::vector<int64_t> dims;  // ggml order
   std::string note;           // why `to` differs from the recipe's base type ("" when it does not)
   bool weighted = false;      // importance weights were found for it (set by export_gguf)
+  bool carried = false;       // the source's own blocks, copied (GgufSourceTensor::carried)
 };
 
 struct GgufExportPlan {
@@ -36,14 +40,17 @@ struct GgufExportPlan {
   std::vector<GgufTensorPlan> tensors;  // source order
 };
 
-// Decides each tensor's type: 1-D tensors stay F32, matrices follow the recipe
-// (gguf_recipe.h) with `has_importance` and `pure` as llama-quantize's imatrix and --pure.
+// Decides each tensor's type: 1-D tensors stay F32, carried tensors keep their blocks,
+// matrices follow the recipe (gguf_recipe.h) with `has_importance` and `pure` as
+// llama-quantize's imatrix and --pure.
 // Throws fsq::Error (before anything is written) when a source tensor cannot be read or the
 // recipe's base type divides no matrix's rows into whole blocks.
 // With `layer_bits` (one width per decoder layer, fsq plan's bits_per_layer), every matrix of
 // layer i gets gguf_type_for_bits(layer_bits[i]) (with shape fallbacks), and the recipe decides
 // only the tensors outside the layers (embeddings, head); a plan of another layer count or a
 // width GGUF cannot hold is refused.
+GgufExportPlan plan_gguf_export(const GgufExportSource& source, GgufRecipe recipe, bool has_importance,
+                                bool pure = false, const std::vector<int>& layer_bits = {});
 GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure = false,
                                 const std::vector<int>& layer_bits = {});
 
@@ -59,6 +66,9 @@ struct GgufExportOptions {
   std::map<std::string, std::vector<float>> column_scale;
   std::map<std::string, std::vector<float>> norm_divisor;
   nlohmann::json provenance;  // stored as the string key fsq.export (JSON)
+  // Keys set after the source's metadata (general.file_type, general.quantization_version
+  // and fsq.export are set by the export itself).
+  GgufMetadata extra_metadata;
 };
 
 struct GgufExportReport {
@@ -69,7 +79,10 @@ struct GgufExportReport {
   nlohmann::json to_json() const;
 };
 
-// Writes `out` atomically (temp file, fsync, rename).
+// Writes `out` atomically (temp file, fsync, rename), one tensor at a time: the source's
+// tensor is opened, converted row by row into the output buffer, written and released.
+GgufExportReport export_gguf(const GgufExportSource& source, const GgufExportPlan& plan,
+                             const std::filesystem::path& out, const GgufExportOptions& options);
 GgufExportReport export_gguf(const GgufFile& source, const GgufExportPlan& plan, const std::filesystem::path& out,
                              const GgufExportOptions& options);
 

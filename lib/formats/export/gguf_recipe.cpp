@@ -12,7 +12,8 @@ namespace {
 using R = GgufRecipe;
 using T = GgmlType;
 
-constexpr std::array<GgufRecipeInfo, 12> kRecipes = {{
+constexpr std::array<GgufRecipeInfo, 15> kRecipes = {{
+    {R::F32, "F32", T::F32, 0},         {R::F16, "F16", T::F16, 1},          {R::BF16, "BF16", T::BF16, 32},
     {R::Q8_0, "Q8_0", T::Q8_0, 7},      {R::Q4_0, "Q4_0", T::Q4_0, 2},       {R::Q4_1, "Q4_1", T::Q4_1, 3},
     {R::Q5_0, "Q5_0", T::Q5_0, 8},      {R::Q5_1, "Q5_1", T::Q5_1, 9},       {R::IQ4_NL, "IQ4_NL", T::IQ4_NL, 25},
     {R::Q2_K, "Q2_K", T::Q2_K, 10},     {R::Q3_K_M, "Q3_K_M", T::Q3_K, 12},  {R::Q4_K_S, "Q4_K_S", T::Q4_K, 14},
@@ -121,6 +122,10 @@ std::string gguf_recipe_names() {
 
 GgmlType gguf_recipe_type(GgufRecipe r, const GgufTensorRole& role, std::string* note) {
   const T base = gguf_recipe_info(r).base;
+  if (ggml_type_info(base).block_size == 1) {  // the float types: no mix rules, every row fits
+    if (note != nullptr) note->clear();
+    return base;
+  }
   const T mixed = role.pure ? base : mix_type(r, base, role);
   const T final_type = gguf_shape_fallback(mixed, role.cols);
   if (note != nullptr) {

@@ -13,7 +13,7 @@
 
 namespace fsq {
 
-enum class GgufRecipe { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_M, Q6_K };
+enum class GgufRecipe { F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_M, Q6_K };
 
 struct GgufRecipeInfo {
   GgufRecipe recipe;
@@ -22,6 +22,8 @@ struct GgufRecipeInfo {
   uint32_t file_type;    // llama_ftype, stored in general.file_type
 };
 
+// F32, F16 and BF16 are convert_hf_to_gguf.py's --outtype: every matrix in that type, 1-D
+// tensors F32, no mix rules.
 // By llama-quantize's names, case-insensitive, with its aliases (Q3_K = Q3_K_M, Q4_K =
 // Q4_K_M, Q5_K = Q5_K_M); nullopt for others.
 std::optional<GgufRecipe> parse_gguf_recipe(const std::string& name);

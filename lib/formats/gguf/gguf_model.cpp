@@ -81,7 +81,11 @@ ModelConfig model_config_from_gguf(const GgufFile& g) {
   if (!embd) throw Error(g.name(), "missing tensor '" + a.embed.gguf + "'");
   c.vocab_size = embd->shape()[0];
   c.tie_word_embeddings = g.find_tensor(a.lm_head.gguf) == nullptr;
+  // llama.cpp records attention biases by their tensors alone (a LLaMA with attention_bias).
   c.attention_bias = a.forced_attention_bias();
+  for (const LinearSpec& l : a.linears)
+    if (l.bias == BiasRule::kIfAttentionBias && g.find_tensor(layer_name(l.gguf, 0) + ".bias") != nullptr)
+      c.attention_bias = true;
   c.torch_dtype = "float32";
   if (g.find("tokenizer.ggml.bos_token_id")) c.bos_token_id = g.get_i64("tokenizer.ggml.bos_token_id");
   if (g.find("tokenizer.ggml.eos_token_id")) c.eos_token_id = g.get_i64("tokenizer.ggml.eos_token_id");

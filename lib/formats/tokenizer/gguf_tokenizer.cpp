@@ -61,6 +61,7 @@ std::vector<PreSpec> pre_specs() {
       // "default" is what llama.cpp's converter writes for an unrecognized GPT-2-style file.
       {"default", byte_level(true), nullptr, false},
       {"gpt2", byte_level(true), nullptr, false},
+      {"gpt-2", byte_level(true), nullptr, false},  // what llama.cpp's converter writes for GPT-2
       // SmolLM/SmolLM2 and StarCoder ship the same pre-tokenizer: single digits, then GPT-2.
       {"smollm", digits_then_byte_level, nullptr, false},
       {"starcoder", digits_then_byte_level, nullptr, false},
@@ -68,6 +69,24 @@ std::vector<PreSpec> pre_specs() {
       {"llama3", split_then_byte_level(kLlama3Regex), nullptr, true},
       {"qwen2", split_then_byte_level(kQwen2Regex), json{{"type", "NFC"}}, false},
   };
+}
+
+// `actual` has every key of `spec` with the same value (recursively; arrays element by
+// element): a tokenizer.json may carry keys the name does not depend on.
+bool json_covers(const json& actual, const json& spec) {
+  if (spec.is_object()) {
+    if (!actual.is_object()) return false;
+    for (const auto& [key, value] : spec.items())
+      if (!actual.contains(key) || !json_covers(actual[key], value)) return false;
+    return true;
+  }
+  if (spec.is_array()) {
+    if (!actual.is_array() || actual.size() != spec.size()) return false;
+    for (size_t i = 0; i < spec.size(); ++i)
+      if (!json_covers(actual[i], spec[i])) return false;
+    return true;
+  }
+  return actual == spec;
 }
 
 std::string supported_pre_names() {
@@ -280,6 +299,16 @@ std::pair<const std::vector<std::string>&, std::vector<int64_t>> tokens_and_type
 
 }  // namespace
 }  // namespace tok
+
+std::string gguf_pre_of_tokenizer_json(const nlohmann::json& normalizer, const nlohmann::json& pre_tokenizer) {
+  // llama.cpp's own names, one per distinct pre-tokenizer (the others are aliases).
+  for (const char* name : {"gpt-2", "smollm", "llama-bpe", "qwen2"})
+    for (const tok::PreSpec& s : tok::pre_specs())
+      if (s.name == std::string_view(name) && tok::json_covers(pre_tokenizer, s.pre_tokenizer) &&
+          (s.normalizer.is_null() ? normalizer.is_null() : tok::json_covers(normalizer, s.normalizer)))
+        return name;
+  return "";
+}
 
 GgufTokenizerFiles gguf_tokenizer_files(const GgufFile& gguf) {
   const std::string& model = gguf.get_string("tokenizer.ggml.model");

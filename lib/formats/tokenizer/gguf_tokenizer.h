@@ -20,4 +20,10 @@ struct GgufTokenizerFiles {
 // Throws fsq::Error as load_gguf_tokenizer does.
 GgufTokenizerFiles gguf_tokenizer_files(const GgufFile& gguf);
 
+// The tokenizer.ggml.pre name llama.cpp gives a byte-level BPE tokenizer.json with this
+// normalizer and pre_tokenizer ("gpt-2", "smollm", "llama-bpe", "qwen2": the inverse of the
+// table load_gguf_tokenizer reads); "" when it is none of them. llama.cpp's converter
+// recognizes a tokenizer by hashing its output on a test text; fsq by its structure.
+std::string gguf_pre_of_tokenizer_json(const nlohmann::json& normalizer, const nlohmann::json& pre_tokenizer);
+
 }  // namespace fsq

@@ -125,5 +125,59 @@ TEST(CliExportGguf, RefusesBadRequestsBeforeWriting) {
   refused({"--type", "Q4_0", "--emit-launch", (dir / "run.sh").string()}, "needs --plan");
 }
 
+// The Hugging Face folder as GGUF: llama.cpp loads fsq's file of the same weights, and its
+// perplexity is fsq eval's of that file (F32: the same numbers; F16: both read the same
+// f16 weights).
+double llama_cpp_ppl(const fs::path& model, int ctx) {
+  const std::string bin = std::getenv("FSQ_LLAMA_CPP_BIN");
+  auto [rc, log] = shell("'" + bin + "/llama-perplexity' -m '" + model.string() + "' -f '" + wikitext_test().string() +
+                         "' -c " + std::to_string(ctx) + " --chunks 2 -t 1");
+  EXPECT_EQ(rc, 0) << log;
+  return final_ppl(log);
+}
+
+double fsq_ppl(const fs::path& model, int ctx, const fs::path& json) {
+  RunResult eval = run_fsq({"eval", "--model", model.string(), "--data", wikitext_test().string(), "--protocol",
+                            "llama.cpp", "--seq-len", std::to_string(ctx), "--max-windows", "2", "--no-speed",
+                            "--threads", "1", "--progress", "off", "--json", json.string()});
+  EXPECT_EQ(eval.exit_code, 0) << eval.err;
+  return read_json(json)["perplexity"]["ppl"].get<double>();
+}
+
+void expect_llama_cpp_agrees_on_folder(const fs::path& folder, const std::string& type, int ctx) {
+  const fs::path dir = make_temp_dir("fsq-cli-export-gguf-hf");
+  const fs::path out = dir / ("model-" + type + ".gguf");
+  RunResult exp = run_fsq({"export", "--format", "gguf", "--type", type, "--threads", "2", "--progress", "off",
+                           folder.string(), out.string()});
+  ASSERT_EQ(exp.exit_code, 0) << exp.err;
+  const double llama = llama_cpp_ppl(out, ctx), ours = fsq_ppl(out, ctx, dir / "eval.json");
+  std::printf("%s as %s: llama-perplexity %.4f, fsq eval %.4f (2 chunks of %d)\n", folder.string().c_str(),
+              type.c_str(), llama, ours, ctx);
+  EXPECT_NEAR(llama / ours, 1.0, kSameArithmetic);
+}
+
+TEST(CliExportGguf, LlamaCppRunsStories260kFolderExport) {
+  FSQ_REQUIRE_SHARED("models/stories260K/model.safetensors");
+  FSQ_REQUIRE_LLAMA_CPP();
+  expect_llama_cpp_agrees_on_folder(testing::stories260k_dir(), "F32", 256);
+}
+
+TEST(CliExportGguf, LlamaCppRunsSmollm2FolderExport) {
+  FSQ_REQUIRE_SMOLLM2_HF();
+  FSQ_REQUIRE_LLAMA_CPP();
+  expect_llama_cpp_agrees_on_folder(testing::smollm2_hf(), "F16", 512);
+}
+
+TEST(CliExportGguf, RefusesAFolderItCannotRead) {
+  const fs::path dir = make_temp_dir("fsq-cli-export-gguf-folder");
+  fs::create_directories(dir / "empty");
+  RunResult r = run_fsq({"export", "--format", "gguf", "--type", "F16", "--progress", "off", (dir / "empty").string(),
+                         (dir / "out.gguf").string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("a Hugging Face folder (config.json and safetensors)"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out.gguf"));
+}
+
 }  // namespace
 }  // namespace fsq::clitest
