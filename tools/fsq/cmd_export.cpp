@@ -320,13 +320,16 @@ Command add_export_command(CLI::App& root) {
       "  compressed-tensors: a packed checkpoint -> llm-compressor's pack-quantized folder that vLLM and "
       "transformers load (any bits, group size and symmetry fsq writes, one config group per scheme, so a "
       "mixed-precision checkpoint from fsq quantize --plan keeps its per-layer widths; vLLM runs 4 and 8 bits).\n"
-      "  gguf: a llama.cpp .gguf -> a .gguf of --type for llama.cpp, metadata and tokenizer copied; tensor types "
+      "  gguf: a llama.cpp .gguf, a Hugging Face folder or a packed checkpoint -> a .gguf of --type for llama.cpp; "
+      "a folder's tensors, metadata and tokenizer as llama.cpp's convert_hf_to_gguf.py writes them; tensor types "
       "follow llama-quantize's rules for that type (with and without an importance matrix), and each block's "
       "scale (and min) is searched for the least "
-      "squared error, weighted per input channel by E[x^2] from --calib (fsq calibrate on the same .gguf).");
+      "squared error, weighted per input channel by E[x^2] from --calib (fsq calibrate on the same source); a packed "
+      "checkpoint's w4g32s, w4g32a and w8g32s linears keep their codes and scales as Q4_0, Q4_1 and Q8_0.");
   app->add_option("--format", f->format, "output format")->required()->check(
       CLI::IsMember({"autoawq", "compressed-tensors", "gguf"}));
-  app->add_option("input", f->input, "autoawq, compressed-tensors: packed checkpoint folder; gguf: source .gguf file")
+  app->add_option("input", f->input, "autoawq, compressed-tensors: packed checkpoint folder; gguf: source .gguf file, Hugging Face folder "
+                  "or packed checkpoint folder")
       ->required()
       ->check(CLI::ExistingPath);
   app->add_option("out,--out", f->out, "autoawq, compressed-tensors: output folder (must not exist, or be empty); gguf: output .gguf")
@@ -365,7 +368,9 @@ Command add_export_command(CLI::App& root) {
                         "fsq calibrate --model smollm2-f32.gguf --data wiki.train.txt --out calib.safetensors",
                         "fsq export --format gguf --type Q4_0 --calib calib.safetensors smollm2-f32.gguf smollm2-q4_0.gguf",
                         "llama-perplexity -m smollm2-q4_0.gguf -f wiki.test.raw -c 2048",
-                        "fsq export --format gguf --plan plan.json --calib calib.safetensors smollm2-f32.gguf mixed.gguf"}));
+                        "fsq export --format gguf --plan plan.json --calib calib.safetensors smollm2-f32.gguf mixed.gguf",
+                        "fsq export --format gguf --type BF16 models/llama-2-7b llama-2-7b-bf16.gguf",
+                        "fsq export --format gguf --type Q4_0 q/w4g32s w4g32s-q4_0.gguf"}));
   return Command{app, [f] { return run_export(*f); }};
 }
 
