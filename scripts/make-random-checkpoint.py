@@ -39,6 +39,10 @@ PRESETS = {
     # Small shapes for tests: the same code paths in seconds.
     "tiny-llama": dict(arch="LlamaForCausalLM", model_type="llama", hidden=128, intermediate=352, layers=2,
                        heads=4, kv_heads=2, vocab=32000, max_pos=2048, rope_theta=10000.0, eps=1e-5, bias=False),
+    # Larger than the memory the scale test grants fsq (tests/scripts/memory_limit_test.sh):
+    # 630 M parameters, 1.26 GB (1.17 GiB) in bf16, generated in under a minute.
+    "ci-1.4gb": dict(arch="LlamaForCausalLM", model_type="llama", hidden=1024, intermediate=2816, layers=48,
+                     heads=16, kv_heads=8, vocab=32000, max_pos=2048, rope_theta=10000.0, eps=1e-5, bias=False),
     "tiny-qwen2": dict(arch="Qwen2ForCausalLM", model_type="qwen2", hidden=128, intermediate=352, layers=2,
                        heads=4, kv_heads=2, vocab=32000, max_pos=2048, rope_theta=1000000.0, eps=1e-6, bias=True),
 }

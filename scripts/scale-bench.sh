@@ -43,12 +43,15 @@ measure() {
   shift
   local line
   line=$("$root/scripts/measure-run.py" --data-limit-gib "$limit_gib" -- "$@" 2>"$work/$step.log") || true
-  local predicted
+  local predicted anonymous
   predicted=$(grep -o 'predicted peak memory: [0-9.]* MiB' "$work/$step.log" | head -1 | grep -o '[0-9.]*' || true)
+  anonymous=$(grep -o 'predicted peak memory: [0-9.]* MiB: anonymous [0-9.]* MiB' "$work/$step.log" | head -1 |
+    sed 's/.*anonymous //' | grep -o '[0-9.]*' || true)
   python3 -c 'import json, sys
 r = json.loads(sys.argv[1]); r["step"] = sys.argv[2]
 if sys.argv[3]: r["predicted_mib"] = float(sys.argv[3])
-print(json.dumps(r))' "$line" "$step" "$predicted" >>"$results"
+if sys.argv[4]: r["predicted_anon_mib"] = float(sys.argv[4])
+print(json.dumps(r))' "$line" "$step" "$predicted" "$anonymous" >>"$results"
 }
 
 quantize_step() {  # quantize-METHOD OPTIONS...
@@ -104,12 +107,16 @@ python3 - "$results" "$name" "$threads" "$limit_gib" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(f"fsq scale bench: {sys.argv[2]} (random weights), {sys.argv[3]} threads, RLIMIT_DATA {sys.argv[4]} GiB")
-print(f"{'step':22s} {'exit':>10s} {'seconds':>9s} {'peak GiB':>9s} {'anon GiB':>9s} {'file GiB':>9s} {'plan GiB':>9s} {'meas/plan':>9s}")
+# plan: quantize's predicted peak RSS, plan anon: its predicted anonymous memory (what
+# --max-memory limits); the ratios are measured / predicted (at most 1 where the plan holds).
+print(f"{'step':22s} {'exit':>10s} {'seconds':>9s} {'peak GiB':>9s} {'anon GiB':>9s} {'file GiB':>9s} "
+      f"{'plan GiB':>9s} {'meas/plan':>9s} {'plan anon':>9s} {'anon/plan':>9s}")
 gib = lambda mib: f"{mib / 1024:9.2f}" if mib is not None else f"{'':9s}"
+ratio = lambda a, b: f"{a / b:9.2f}" if a and b else f"{'':9s}"
 for r in rows:
-    pred = r.get("predicted_mib")
-    ratio = f"{r['peak_rss_mib'] / pred:9.2f}" if pred and r.get("peak_rss_mib") else f"{'':9s}"
+    pred, anon = r.get("predicted_mib"), r.get("predicted_anon_mib")
     print(f"{r['step']:22s} {str(r.get('exit')):>10s} {r.get('seconds', 0):9.1f} {gib(r.get('peak_rss_mib'))} "
-          f"{gib(r.get('peak_anon_mib'))} {gib(r.get('peak_file_mib'))} {gib(pred)} {ratio}")
+          f"{gib(r.get('peak_anon_mib'))} {gib(r.get('peak_file_mib'))} {gib(pred)} {ratio(r.get('peak_rss_mib'), pred)} "
+          f"{gib(anon)} {ratio(r.get('peak_anon_mib'), anon)}")
 PY
 echo "scale-bench: logs and results in $work"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "calib/calibrate.h"
 #include "calib/memory_plan.h"
@@ -70,6 +71,7 @@ QuantizeShape quantize_shape(const QuantizeConfig& cfg, const QuantizeInputs& in
   QuantizeShape shape{cfg.method, in.calibrate_here, in.quant, cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size};
   shape.head_bits = cfg.head_bits;
   shape.searches = in.method->needs.searches;
+  shape.gptq = in.gptq;
   if (in.method->needs.activations != ActivationRule::NotQuantized) shape.act_quant = cfg.pass_options.act_quant;
   if (!in.lut) return shape;
   shape.lut_bits = cfg.quant.bits;
@@ -79,9 +81,29 @@ QuantizeShape quantize_shape(const QuantizeConfig& cfg, const QuantizeInputs& in
     CalibrationShape cs{cfg.draw.samples, cfg.draw.seq_len, cfg.batch_size,
                         static_cast<int64_t>(c10::elementSize(cfg.runtime.compute_dtype)), 0, true};
     for (const TensorView* v : ckpt.tensors()) cs.checkpoint_bytes += static_cast<int64_t>(v->nbytes);
-    shape.fisher_pass_bytes = predict_calibration_memory(ckpt.config(), cs).total();
+    const CalibrationMemory fisher_pass = predict_calibration_memory(ckpt.config(), cs);
+    shape.fisher_pass_bytes = fisher_pass.total() - fisher_pass.checkpoint;  // its anonymous part
   }
   return shape;
+}
+
+std::string gib_text(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+// Refuses, before any work, a run whose anonymous memory would not fit: --max-memory, or by
+// default the smallest of physical memory, RLIMIT_DATA and the cgroup's memory.max. Mapped
+// source pages are not counted: the kernel drops them under pressure.
+void check_memory_limit(const QuantizePlan& plan, int64_t max_memory) {
+  const MemoryLimit limit = max_memory > 0 ? MemoryLimit{max_memory, "--max-memory"} : anonymous_memory_limit();
+  if (limit.bytes <= 0 || plan.anonymous_peak() <= limit.bytes) return;
+  throw Error("--max-memory", "this run needs about " + gib_text(plan.anonymous_peak()) + " of anonymous memory (plus " +
+                                  gib_text(plan.mapped_peak()) + " of mapped source pages), but " +
+                                  gib_text(limit.bytes) + " is available (" + limit.source +
+                                  "); use fewer --samples, a shorter --seq-len or a smaller --batch-size, or a "
+                                  "machine (or --max-memory) with more");
 }
 
 }  // namespace
@@ -128,11 +150,7 @@ QuantizeSummary run_quantize(const QuantizeConfig& cfg, const std::function<void
         count_widths(widths, per_linear) + " (the sizes above assume " + std::to_string(in.quant.bits) +
         " bits everywhere)");
   }
-  const int64_t limit = cfg.max_memory > 0 ? cfg.max_memory : physical_memory_bytes();
-  if (limit > 0 && summary.plan.peak() > limit)
-    throw Error("--max-memory", "the predicted peak memory exceeds the limit; use fewer --samples, a shorter --seq-len "
-                                "or a smaller --batch-size, or raise --max-memory",
-                "<= " + std::to_string(limit) + " bytes", std::to_string(summary.plan.peak()) + " bytes");
+  check_memory_limit(summary.plan, cfg.max_memory);
   if (cfg.dry_run) return summary;
 
   // What calibrated the checkpoint, recorded in fsq.json (null for data-free methods).

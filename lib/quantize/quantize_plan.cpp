@@ -22,11 +22,18 @@ constexpr int64_t kMiB = 1024 * 1024;
 constexpr int64_t kRuntimeBytes = 176 * kMiB;
 // What a calibrated pass holds beyond its tensors: the tokenizer, LibTorch/OpenMP working
 // buffers of the first forwards, and heap the allocator keeps between layers. Measured as
-// AWQ's peak minus the other terms: 63-118 MiB on stories260K (32 x 256 calibration; AWQ peaks
-// of 309-364 MiB across runs and builds) and ~70 MiB on SmolLM2-135M (8 x 256). 128 MiB keeps
-// the plan above every measured peak and within 1.25x of it (tests/tools/fsq check both).
-constexpr int64_t kCalibrationRuntimeBytes = 128 * kMiB;
+// AWQ's peak RSS minus the other terms, now that source pages are given back after each layer
+// and the finiteness check no longer copies the embedding: 43 MiB on stories260K (32 x 256
+// calibration, 288 MiB peak), at most 43 on SmolLM2-135M (8 x 256, peaks of 464-521 MiB).
+// 80 MiB keeps the plan above every measured peak and within 1.25x of SmolLM2's (tests/tools/fsq
+// check both). Until the loop streamed its source it was 128, fitted with the whole source counted.
+constexpr int64_t kCalibrationRuntimeBytes = 80 * kMiB;
 constexpr int64_t kF32 = 4;
+// Anonymous memory that loading the shell takes beyond its matrices (LibTorch's and OpenMP's
+// first allocations, the finiteness check's slices): 70 MiB measured on the ci-1.4gb random
+// model (scripts/make-random-checkpoint.py), whose peak RSS comes right there, with the
+// source's embedding and head pages still mapped.
+constexpr int64_t kShellLoadBytes = 64 * kMiB;
 
 std::string mib(int64_t bytes) {
   char buf[32];
@@ -51,7 +58,7 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
   const std::set<std::string> quantized = linear_weight_names(arch, c.num_layers);
   const std::optional<UniformQuant> head_quant = head_quant_for_bits(s.head_bits);
   const std::set<std::string> head = head_quant ? head_weight_names(arch, ckpt) : std::set<std::string>{};
-  int64_t dense_bytes = 0;
+  int64_t dense_bytes = 0, quantized_source_bytes = 0;
   double packed_bits = 0, head_bits = 0;
   for (const TensorView* v : ckpt.tensors()) {
     p.source_bytes += static_cast<int64_t>(v->nbytes);
@@ -62,6 +69,7 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
       head_bits += static_cast<double>(v->numel()) * bits_per_weight(q, v->shape[1]);
     } else if (quantized.count(v->name) && v->shape.size() == 2) {
       p.quantized_parameters += v->numel();
+      quantized_source_bytes += static_cast<int64_t>(v->nbytes);
       p.linears += 1;
       const int64_t rows = v->shape[0], cols = v->shape[1];
       packed_bits += static_cast<double>(v->numel()) *
@@ -82,10 +90,28 @@ QuantizePlan plan_quantize(const Checkpoint& ckpt, const QuantizeShape& s) {
 
   p.fisher_pass = s.fisher_pass_bytes;
   p.runtime = kRuntimeBytes;
-  // Mapped pages of the source (and of the Fisher diagonals), touched layer by layer.
-  p.checkpoint = p.source_bytes + s.fisher_file_bytes;
-  p.shell = c.vocab_size * h * kF32;  // the model shell's embedding (loaded by every method)
-  p.layer = 2 * layer_params * kF32;  // the fp layer and the pass's rewritten copy
+  p.mapped_layer = quantized_source_bytes / std::max<int64_t>(1, c.num_layers);
+  p.mapped_whole = p.source_bytes - quantized_source_bytes;
+  p.mapped_fisher = s.fisher_file_bytes;
+  // The model shell (loaded by every method): the embedding, and the head when untied, in f32;
+  // while it loads, kShellLoadBytes more.
+  p.shell = (c.tie_word_embeddings ? 1 : 2) * c.vocab_size * h * kF32;
+  p.shell_load = kShellLoadBytes;
+  // The fp layer, the pass's rewritten copy (the stored values that carry quantized inputs to
+  // the next layer) and one byte of codes per weight. llama-2-7b shape (2 layers, bf16), rtn
+  // w4g128, 2 threads: 2778 MiB anonymous measured, 2910 predicted.
+  p.layer = layer_params * (2 * kF32 + 1);
+  // GPTQ: every group's Hessian (f32) and, for the largest, its damped inverse factor made in
+  // double (gptq_inverse_hessian_factor: the matrix, its Cholesky factor, the inverse and the
+  // inverse's factor). The same 7B shape with --gptq, 8 x 512: 8114 MiB measured.
+  int64_t hessian_floats = 0, largest_hessian = 0;
+  for (const LinearGroup& group : arch.groups) {
+    const TensorView* first = ckpt.find(layer_name(arch.linear(group.roles.front()).pattern, 0) + ".weight");
+    const int64_t cols = first != nullptr && first->shape.size() == 2 ? first->shape[1] : 0;
+    hessian_floats += cols * cols;
+    largest_hessian = std::max(largest_hessian, cols * cols);
+  }
+  if (s.gptq) p.gptq = hessian_floats * kF32 + 4 * largest_hessian * 8;
   // The checkpoint is written one group at a time (formats/packed_checkpoint.h): a saved
   // layer's codes (one byte per weight) and their packed copy, or a quantized embedding/head:
   // an f32 copy of the matrix, its codes and their packed copy.
@@ -158,14 +184,16 @@ nlohmann::json QuantizePlan::to_json() const {
   return {{"layers", layers}, {"linears", linears}, {"quantized_parameters", quantized_parameters},
           {"dense_parameters", dense_parameters}, {"bits_per_weight", bits_per_weight},
           {"output_bytes", output_bytes}, {"source_bytes", source_bytes},
-          {"predicted_peak_bytes", peak()}, {"not_quantized", not_quantized_json()},
+          {"predicted_peak_bytes", peak()}, {"predicted_anonymous_bytes", anonymous_peak()},
+          {"predicted_mapped_bytes", mapped_peak()}, {"not_quantized", not_quantized_json()},
           {"embedding_and_head", head_type.empty() ? nlohmann::json(nullptr)
                                                    : nlohmann::json{{"quant_type", head_type},
                                                                     {"parameters", head_parameters},
                                                                     {"bytes", head_bytes}}},
-          {"memory", {{"runtime", runtime}, {"checkpoint", checkpoint}, {"shell", shell}, {"layer", layer},
+          {"memory", {{"runtime", runtime}, {"mapped_layer", mapped_layer}, {"mapped_whole", mapped_whole},
+                      {"mapped_fisher", mapped_fisher}, {"shell", shell}, {"shell_load", shell_load}, {"layer", layer},
                       {"activations", activations}, {"search", search},
-                      {"calibration_runtime", calibration_runtime}, {"assembled", assembled},
+                      {"calibration_runtime", calibration_runtime}, {"assembled", assembled}, {"gptq", gptq},
                       {"fisher_pass", fisher_pass}}}};
 }
 
@@ -192,10 +220,16 @@ std::string QuantizePlan::to_text(const QuantizeShape& s) const {
   }
   out += not_quantized_text();
   if (fisher_pass > 0) out += "  Fisher pass first: predicted peak " + mib(fisher_pass) + "\n";
-  out += "  predicted peak memory: " + mib(peak()) + " = runtime " + mib(runtime) + " + source " + mib(checkpoint) +
-         " + embedding " + mib(shell) + " + the larger of the layer loop " + mib(layer_loop()) + " (layer " +
-         mib(layer) + ", activations " + mib(activations) + ", search " + mib(search) + ", calibration working set " +
-         mib(calibration_runtime) + ") and writing the output, one layer at a time, " + mib(assembled) + "\n";
+  out += "  predicted peak memory: " + mib(peak()) + ": anonymous " + mib(anonymous_peak()) + " and mapped source pages " +
+         mib(mapped_peak()) + " (one layer at a time; the kernel may reclaim them)\n";
+  if (fisher_pass >= anonymous_peak())
+    out += "    anonymous: the Fisher pass, " + mib(fisher_pass) + "\n";
+  else
+    out += "    anonymous: runtime " + mib(runtime) + " + the larger of the layer loop with the embedding and head " +
+           mib(shell + layer_loop()) + " (embedding/head " + mib(shell) + ", layer " + mib(layer) + ", activations " +
+           mib(activations) + ", search " + mib(search) + (gptq > 0 ? ", GPTQ " + mib(gptq) : std::string()) +
+           ", calibration working set " + mib(calibration_runtime) + ") and writing the output, one layer at a time, " +
+           mib(assembled) + "\n";
   return out;
 }
 

@@ -115,10 +115,11 @@ int run_quantize_command(const QuantizeFlags& f) {
     std::fflush(stdout);
   });
   if (!summary.dry_run)
-    std::printf("wrote %s in %.1f s (%lld layers resumed), peak RSS %.1f MiB (predicted %.1f MiB)\n",
+    std::printf("wrote %s in %.1f s (%lld layers resumed), peak RSS %.1f MiB (predicted %.1f MiB, %.1f of it anonymous)\n",
                 cfg.out.string().c_str(), summary.seconds, static_cast<long long>(summary.resumed_layers),
                 static_cast<double>(summary.peak_rss_bytes) / (1024.0 * 1024.0),
-                static_cast<double>(summary.plan.peak()) / (1024.0 * 1024.0));
+                static_cast<double>(summary.plan.peak()) / (1024.0 * 1024.0),
+                static_cast<double>(summary.plan.anonymous_peak()) / (1024.0 * 1024.0));
   if (!f.json.empty()) write_json_report(f.json, summary.to_json());
   return 0;
 }
@@ -209,7 +210,7 @@ Command add_quantize_command(CLI::App& root) {
                   "otherwise; 0: all)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app->add_option("--max-memory", f->max_memory, "refuse to start when the predicted peak exceeds this (e.g. 16G; default: physical memory)");
+  app->add_option("--max-memory", f->max_memory, "refuse to start when the predicted anonymous memory exceeds this (e.g. 16G; default: the smallest of physical memory, RLIMIT_DATA and the cgroup's memory.max); mapped source pages are not counted, the kernel reclaims them");
   app->add_option("--max-shard-size", f->max_shard_size,
                   "largest safetensors shard of the output, as Hugging Face counts (5GB = 5e9 bytes; 500MB, "
                   "2GiB); a checkpoint that fits in one is a single model.safetensors")
