@@ -5,29 +5,13 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/byte_size.h"
 #include "common/error.h"
 
 namespace fsq {
 
 uint64_t parse_shard_size(const std::string& text, const std::string& option) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
-  static const std::map<std::string, double> kUnits = {
-      {"", 1},           {"b", 1},           {"kb", 1e3},         {"mb", 1e6},
-      {"gb", 1e9},       {"tb", 1e12},       {"kib", 1024.0},     {"mib", 1024.0 * 1024},
-      {"gib", 1024.0 * 1024 * 1024},         {"tib", 1024.0 * 1024 * 1024 * 1024}};
-  auto it = kUnits.find(unit);
-  const double bytes = it == kUnits.end() ? 0 : std::floor(value * it->second);
-  if (used == 0 || it == kUnits.end() || !(bytes >= 1) || bytes > 1e18)
-    throw Error(option, "expects a size such as 5GB, 500MB, 2GiB or a byte count, got " + quote_name(text));
-  return static_cast<uint64_t>(bytes);
+  return static_cast<uint64_t>(parse_byte_size(text, option));
 }
 
 ShardPlan plan_shards(const std::vector<uint64_t>& sizes, uint64_t max_shard_bytes) {

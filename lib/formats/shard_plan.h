@@ -19,9 +19,9 @@ namespace fsq {
 // save_pretrained's default max_shard_size="5GB" (decimal gigabytes, as Hugging Face counts).
 inline constexpr uint64_t kDefaultMaxShardBytes = 5'000'000'000;
 
-// "5GB", "500MB", "2GiB", "1e9" or a plain byte count -> bytes, with Hugging Face's units:
-// KB/MB/GB/TB are powers of 10, KiB/MiB/GiB/TiB powers of 2 (case-insensitive). Throws
-// fsq::Error naming `option` on anything else or a size below 1 byte.
+// "5GB", "500MB", "2GiB", "1e9" or a plain byte count -> bytes (common/byte_size.h: KB/MB/GB/TB
+// are powers of 10, as Hugging Face's max_shard_size counts them). Throws fsq::Error naming
+// `option` on anything else or a size below 1 byte.
 uint64_t parse_shard_size(const std::string& text, const std::string& option);
 
 struct Shard {

@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "common/byte_size.h"
 #include "common/error.h"
 #include "common/json_file.h"
 #include "common/output_lock.h"
@@ -100,7 +101,7 @@ int run_quantize_command(const QuantizeFlags& f) {
   cfg.quantized_inputs = f.layer_inputs == "quantized";
   cfg.search_tokens = f.search_tokens;
   cfg.runtime = runtime_options(f.rt);
-  if (!f.max_memory.empty()) cfg.max_memory = parse_memory_size(f.max_memory, "--max-memory");
+  if (!f.max_memory.empty()) cfg.max_memory = parse_byte_size(f.max_memory, "--max-memory");
   cfg.max_shard_bytes = parse_shard_size(f.max_shard_size, "--max-shard-size");
   cfg.dry_run = f.dry_run;
   cfg.resume = !f.no_resume;

@@ -57,26 +57,6 @@ c10::ScalarType parse_compute_dtype(const std::string& name) {
   throw Error("--dtype " + name, "unknown dtype; use f32, bf16 or f16");
 }
 
-int64_t parse_memory_size(const std::string& text, const std::string& option) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "" || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "KiB" || unit == "k") scale = 1024.0;
-  else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T" || unit == "TiB") scale = 1024.0 * 1024 * 1024 * 1024;
-  else used = 0;
-  if (used == 0 || !(value > 0)) throw Error(option, "expects a size such as 8G, 512M or a byte count, got " + quote_name(text));
-  return static_cast<int64_t>(value * scale);
-}
-
 int apply_threads(int threads) { return fsq::set_threads(threads); }
 
 void add_progress_flag(CLI::App* app, std::string& mode) {

@@ -51,8 +51,6 @@ void add_decode_flags(CLI::App* app, RuntimeFlags& flags);
 RuntimeOptions runtime_options(const RuntimeFlags& flags, DeviceRequest* decoder = nullptr);
 // "float32" / "f32" / "bf16" / "bfloat16" / "fp16" / "float16" -> ScalarType; throws on others.
 c10::ScalarType parse_compute_dtype(const std::string& name);
-// "24G", "512M", "1.5G", "1073741824" -> bytes; throws fsq::Error naming `option`.
-int64_t parse_memory_size(const std::string& text, const std::string& option);
 // Applies --threads through fsq::set_threads; returns the count in effect.
 int apply_threads(int threads);
 
