@@ -17,6 +17,10 @@ std::string json_error_text(const nlohmann::json::exception& e) {
   return msg;
 }
 
+std::string json_quoted_ascii(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
 nlohmann::json read_json_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))

@@ -14,6 +14,10 @@ namespace fsq {
 // 300 characters (it may quote the input it read).
 std::string json_error_text(const nlohmann::json::exception& e);
 
+// `s` as a JSON string literal for an error message: one line, non-ASCII as \u escapes,
+// invalid UTF-8 replaced.
+std::string json_quoted_ascii(const std::string& s);
+
 // Parses a whole file. Throws fsq::Error("<path>", ...) when it is missing, unreadable or
 // not valid JSON (any nlohmann exception, number overflow included).
 nlohmann::json read_json_file(const std::filesystem::path& path);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/json_file.h"
 #include "common/sha256.h"
 #include "formats/architectures.h"
 #include "formats/gguf/gguf_model.h"
@@ -17,11 +18,6 @@ namespace {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
-
-// A name for an error message: JSON-escaped, non-ASCII as \u escapes (one line).
-std::string json_quoted_ascii(const std::string& s) {
-  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
-}
 
 // The config's layer count must be the weights' layer count: a smaller num_hidden_layers
 // would silently drop layers, a larger one fail later with a missing tensor.

@@ -89,7 +89,7 @@ const ArchSpec& find_architecture(const json& j, const std::string& source) {
     throw Error(source, "key \"architectures\" must be a list naming one of: " + supported_list());
   const auto& name = (*it)[0].get_ref<const std::string&>();
   if (const ArchSpec* a = find_arch_spec(name)) return *a;
-  std::string shown = json(name).dump(-1, ' ', true, json::error_handler_t::replace);
+  std::string shown = json_quoted_ascii(name);
   if (shown.size() > 80) shown = shown.substr(0, 80) + "...";
   throw Error(source, "unsupported architecture " + shown + " (supported: " + supported_list() + ")");
 }

@@ -16,11 +16,6 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// A name for an error message: JSON-escaped, non-ASCII as \u escapes (one line).
-std::string index_quoted(const std::string& s) {
-  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
-}
-
 // The index, refusing a key given twice: nlohmann would keep the last, so the index could
 // map a tensor to one shard for fsq and to another for a different reader.
 json read_index(const fs::path& index) {
@@ -36,7 +31,7 @@ json read_index(const fs::path& index) {
     throw Error(where, "not valid JSON: " + json_error_text(e));
   }
   if (auto duplicate = first_duplicate_key(text.str()))
-    throw Error(where, "names " + index_quoted(*duplicate) + " twice");
+    throw Error(where, "names " + json_quoted_ascii(*duplicate) + " twice");
   return j;
 }
 
@@ -49,11 +44,11 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index) {
   std::map<std::string, std::string> map;
   for (const auto& [name, file] : j["weight_map"].items()) {
     if (!file.is_string())
-      throw Error(where, "weight_map entry " + index_quoted(name) + " must be a file name string");
+      throw Error(where, "weight_map entry " + json_quoted_ascii(name) + " must be a file name string");
     const auto& f = file.get_ref<const std::string&>();
     // Shards must sit beside the index; a path could point anywhere on the machine.
     if (f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos)
-      throw Error(where, "weight_map entry " + index_quoted(name) + " names " + index_quoted(f) +
+      throw Error(where, "weight_map entry " + json_quoted_ascii(name) + " names " + json_quoted_ascii(f) +
                              ", which is not a plain file name");
     map[name] = f;
   }
@@ -83,7 +78,7 @@ SafetensorsShards SafetensorsShards::open(const fs::path& dir) {
     for (auto& [file, pos] : position) {
       const fs::path p = dir / file;
       if (!fs::exists(p, ec))
-        throw Error(index_where, "shard " + index_quoted(file) + " named in weight_map does not exist");
+        throw Error(index_where, "shard " + json_quoted_ascii(file) + " named in weight_map does not exist");
       pos = s.files_.size();
       s.files_.push_back(SafetensorsFile::open(p));
     }
@@ -95,11 +90,11 @@ SafetensorsShards SafetensorsShards::open(const fs::path& dir) {
     for (const TensorView& t : shard.tensors()) {
       auto [it, fresh] = s.file_index_.emplace(t.name, i);
       if (!fresh)
-        throw Error(index_where, "tensor " + index_quoted(t.name) + " is in two shards, " +
-                                     index_quoted(s.files_[it->second]->path().filename().string()) + " and " +
-                                     index_quoted(file));
+        throw Error(index_where, "tensor " + json_quoted_ascii(t.name) + " is in two shards, " +
+                                     json_quoted_ascii(s.files_[it->second]->path().filename().string()) + " and " +
+                                     json_quoted_ascii(file));
       if (!weight_map.empty() && !weight_map.count(t.name))
-        throw Error(index_where, "tensor " + index_quoted(t.name) + " in shard " + index_quoted(file) +
+        throw Error(index_where, "tensor " + json_quoted_ascii(t.name) + " in shard " + json_quoted_ascii(file) +
                                      " is not listed in weight_map");
       s.tensors_.push_back(&t);
     }
@@ -107,7 +102,7 @@ SafetensorsShards SafetensorsShards::open(const fs::path& dir) {
   for (const auto& [name, file] : weight_map) {
     auto it = s.file_index_.find(name);
     if (it == s.file_index_.end() || s.files_[it->second]->path().filename() != file)
-      throw Error(index_where, "tensor " + index_quoted(name) + " is mapped to shard " + index_quoted(file) +
+      throw Error(index_where, "tensor " + json_quoted_ascii(name) + " is mapped to shard " + json_quoted_ascii(file) +
                                    ", which does not contain it");
   }
   std::sort(s.tensors_.begin(), s.tensors_.end(),

@@ -26,23 +26,12 @@ class Loader {
   Loader(const Checkpoint& ckpt, const RuntimeOptions& opts, const PackedCheckpoint* packed, bool matrices_as_stored)
       : ckpt_(ckpt), opts_(opts), packed_(packed), matrices_as_stored_(matrices_as_stored) {}
 
-  at::Tensor get(const std::string& name, std::vector<int64_t> shape) {
-    const TensorView& v = checked_view(name, shape);
-    at::Tensor t = tensor_from_view(v, opts_.weight_dtype.value_or(opts_.compute_dtype), opts_.device);
-    copied_.push_back(&v);
-    if (!opts_.allow_nonfinite_weights) check_finite_weight(t, name);
-    return t;
-  }
+  at::Tensor get(const std::string& name, std::vector<int64_t> shape) { return tensor(name, shape, false); }
 
   // A weight matrix: as get(), or, for a 16-bit tensor when matrices are kept as stored, a
   // zero-copy view of the mapped file that keeps its shard open (the kernels widen it).
   at::Tensor matrix(const std::string& name, std::vector<int64_t> shape) {
-    const TensorView& v = ckpt_.get(name);
-    if (!matrices_as_stored_ || (v.dtype != DType::BF16 && v.dtype != DType::F16)) return get(name, shape);
-    checked_view(name, shape);
-    at::Tensor t = mapped_tensor(v, ckpt_.owner_of(v));
-    if (!opts_.allow_nonfinite_weights) check_finite_weight(t, name);
-    return t;
+    return tensor(name, shape, matrices_as_stored_);
   }
 
   std::unique_ptr<Linear> linear(const LinearSpec& spec, int64_t layer, int64_t out, int64_t in, bool attention_bias) {
@@ -98,12 +87,22 @@ class Loader {
     copied_.clear();
   }
 
-  const TensorView& checked_view(const std::string& name, const std::vector<int64_t>& shape) {
+  // Tensor `name` of `shape`: a 16-bit one mapped as stored when `as_stored`, else copied
+  // into the weight dtype (and its file pages noted for release_copied_pages).
+  at::Tensor tensor(const std::string& name, const std::vector<int64_t>& shape, bool as_stored) {
     const TensorView& v = ckpt_.get(name);
     if (v.shape != shape) throw Error(ckpt_.dir().string(), "tensor '" + name + "' has shape " + show(v.shape) +
                                                                 ", config.json implies " + show(shape));
     count_ += v.numel();
-    return v;
+    at::Tensor t;
+    if (as_stored && (v.dtype == DType::BF16 || v.dtype == DType::F16)) {
+      t = mapped_tensor(v, ckpt_.owner_of(v));
+    } else {
+      t = tensor_from_view(v, opts_.weight_dtype.value_or(opts_.compute_dtype), opts_.device);
+      copied_.push_back(&v);
+    }
+    if (!opts_.allow_nonfinite_weights) check_finite_weight(t, name);
+    return t;
   }
 
   void check_finite_weight(const at::Tensor& t, const std::string& name) const {

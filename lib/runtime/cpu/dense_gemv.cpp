@@ -31,10 +31,13 @@ Dense16RowsFn dense16_rows_for(CpuIsa isa) {
   return dense16_rows_scalar;
 }
 
+KernelStatus check_view(const DenseWeightsView& w) { return check_dense_view(w); }
+KernelStatus check_view(const Dense16WeightsView& w) { return check_dense16_view(w); }
+
 template <typename View>
 bool valid_call(const View& w, const float* x, int64_t m, int64_t x_stride, const float* y, int64_t y_stride) {
-  const bool view_ok = w.weights != nullptr && w.rows > 0 && w.cols > 0 && w.row_stride >= w.cols;
-  return view_ok && m >= 0 && (m == 0 || (x != nullptr && y != nullptr)) && x_stride >= w.cols && y_stride >= w.rows;
+  return check_view(w) == KernelStatus::Ok && m >= 0 && (m == 0 || (x != nullptr && y != nullptr)) &&
+         x_stride >= w.cols && y_stride >= w.rows;
 }
 
 // One stored 16-bit weight as f32 (exact).
@@ -127,8 +130,7 @@ KernelStatus widen_dense16_rows(const Dense16WeightsView& w, int64_t row0, int64
 
 KernelStatus dense16_matmul_reference(const Dense16WeightsView& w, const float* x, int64_t m, int64_t x_stride,
                                       float* y, int64_t y_stride) {
-  if (check_dense16_view(w) != KernelStatus::Ok || !valid_call(w, x, m, x_stride, y, y_stride))
-    return KernelStatus::InvalidArgument;
+  if (!valid_call(w, x, m, x_stride, y, y_stride)) return KernelStatus::InvalidArgument;
   std::vector<float> wide(static_cast<size_t>(w.rows * w.cols));
   widen_dense16_rows(w, 0, w.rows, wide.data());
   return dense_matmul_reference({wide.data(), w.rows, w.cols, w.cols}, x, m, x_stride, y, y_stride);
@@ -136,8 +138,7 @@ KernelStatus dense16_matmul_reference(const Dense16WeightsView& w, const float* 
 
 KernelStatus dense16_gemv(const Dense16WeightsView& w, const float* x, int64_t m, int64_t x_stride, float* y,
                           int64_t y_stride, CpuIsa isa) {
-  if (check_dense16_view(w) != KernelStatus::Ok || !valid_call(w, x, m, x_stride, y, y_stride))
-    return KernelStatus::InvalidArgument;
+  if (!valid_call(w, x, m, x_stride, y, y_stride)) return KernelStatus::InvalidArgument;
   if (!cpu_supports(isa)) return KernelStatus::IsaUnavailable;
   run_gemv<Dense16Batch>(w, x, m, x_stride, y, y_stride, dense16_rows_for(isa));
   return KernelStatus::Ok;

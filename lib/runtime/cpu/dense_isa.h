@@ -9,9 +9,11 @@
 
 namespace fsq::cpu {
 
-// y[i, n] for i < m (m <= kMaxGemvRows) and n in [row0, row1).
-struct DenseBatch {
-  const DenseWeightsView* w = nullptr;
+// y[i, n] for i < m (m <= kMaxGemvRows) and n in [row0, row1), over the weights of `View`
+// (f32, or 16-bit for dense16_gemv).
+template <typename View>
+struct DenseBatchOf {
+  const View* w = nullptr;
   int64_t m = 0;
   const float* x = nullptr;
   int64_t x_stride = 0;
@@ -19,17 +21,8 @@ struct DenseBatch {
   int64_t y_stride = 0;
   const float* panel = nullptr;  // unused: the dense GEMV reads x as given (gemv_batches.h)
 };
-
-// The same batch over 16-bit weights (dense16_gemv).
-struct Dense16Batch {
-  const Dense16WeightsView* w = nullptr;
-  int64_t m = 0;
-  const float* x = nullptr;
-  int64_t x_stride = 0;
-  float* y = nullptr;
-  int64_t y_stride = 0;
-  const float* panel = nullptr;  // unused, as in DenseBatch
-};
+using DenseBatch = DenseBatchOf<DenseWeightsView>;
+using Dense16Batch = DenseBatchOf<Dense16WeightsView>;
 
 using DenseRowsFn = void (*)(const DenseBatch& batch, int64_t row0, int64_t row1);
 void dense_rows_scalar(const DenseBatch& batch, int64_t row0, int64_t row1);
