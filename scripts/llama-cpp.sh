@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's tools (llama-perplexity, llama-quantize, llama-imatrix, llama-bench,
-# llama-completion and the RPC server ggml-rpc-server) from the vendor/llama.cpp folder of the llama-cpp-python
+# llama-completion, llama-speculative and the RPC server ggml-rpc-server) from the vendor/llama.cpp folder of the llama-cpp-python
 # source distribution on PyPI, and caches them: the comparison baseline of fsq's speed and
 # quality numbers, never part of fsq (nothing of llama.cpp is committed here).
 #
@@ -24,7 +24,7 @@ set -euo pipefail
 version="${FSQ_LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 cache_root="${FSQ_CACHE_DIR:-$HOME/.cache/fsq}/llama.cpp"
 jobs="${FSQ_JOBS:-$(nproc)}"
-targets=(llama-perplexity llama-quantize llama-imatrix llama-bench llama-completion ggml-rpc-server)
+targets=(llama-perplexity llama-quantize llama-imatrix llama-bench llama-completion llama-speculative ggml-rpc-server)
 
 cpu_key="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | sort | sha256sum | cut -c1-12)"
 prefix="$cache_root/$version-$(uname -m)-$cpu_key-noamx"
