@@ -68,8 +68,8 @@ void quantize_q8_row_fast(const float* x, int64_t cols, int8_t* q, float* d) {
     quantize_q8_row(x, cols, q, d);
 }
 
-Q8Panel::Q8Panel(const UniformWeightsView& w, int64_t m)
-    : w_(w), q_(static_cast<size_t>(w.cols)), d_(static_cast<size_t>(q8_block_count(w.cols))) {
+Q8Panel::Q8Panel(const UniformWeightsView& w, int64_t m, Q8RowQuantizer quantize)
+    : w_(w), quantize_(quantize), q_(static_cast<size_t>(w.cols)), d_(static_cast<size_t>(q8_block_count(w.cols))) {
   const int64_t chunks = (w.cols + q8_chunk_cols(w.bits) - 1) / q8_chunk_cols(w.bits);
   codes_stride = chunks * (w.bits == 4 ? 2 : 1) * kQ8ChunkBytes;
   lane_scales_stride = chunks * kQ8ChunkLanes;
@@ -88,7 +88,7 @@ void Q8Panel::fill_row(int64_t i, const float* x) {
   std::vector<int8_t>& q = q_;
   std::vector<float>& d = d_;
   const int64_t cols = w.cols, chunk = q8_chunk_cols(w.bits), lane_cols = chunk / kQ8ChunkLanes;
-  quantize_q8_row_fast(x, cols, q.data(), d.data());
+  quantize_(x, cols, q.data(), d.data());
   int8_t* row_codes = codes.data() + i * codes_stride;
   if (w.bits == 4) {
     for (int64_t k0 = 0; k0 < cols; k0 += chunk) {  // chunk c: even columns at 128 c, odd at 128 c + 64
@@ -158,6 +158,11 @@ KernelStatus uniform_gemv_q8(const UniformWeightsView& w, const float* x, int64_
 
 KernelStatus uniform_gemv_q8_together(const Q8GemvOutput* outputs, int count, const float* x, int64_t m,
                                       int64_t x_stride, CpuIsa isa) {
+  return q8_gemv_together_with(outputs, count, x, m, x_stride, isa, quantize_q8_row_fast);
+}
+
+KernelStatus q8_gemv_together_with(const Q8GemvOutput* outputs, int count, const float* x, int64_t m,
+                                   int64_t x_stride, CpuIsa isa, Q8RowQuantizer quantize) {
   if (outputs == nullptr || count <= 0) return KernelStatus::InvalidArgument;
   const UniformWeightsView& first = *outputs[0].w;
   const auto round_up_rows = [](int64_t rows) { return (rows + kGemvRowAlign - 1) / kGemvRowAlign * kGemvRowAlign; };
@@ -172,7 +177,7 @@ KernelStatus uniform_gemv_q8_together(const Q8GemvOutput* outputs, int count, co
     total_rows += o.w->rows;
     stacked_rows += round_up_rows(o.w->rows);
   }
-  Q8Panel panel(first, std::min(m, kMaxGemvRows));
+  Q8Panel panel(first, std::min(m, kMaxGemvRows), quantize);
   std::vector<Q8Batch> batches(static_cast<size_t>(count));
   for (int64_t i0 = 0; i0 < m; i0 += kMaxGemvRows) {
     const int64_t rows_of_x = std::min(kMaxGemvRows, m - i0);
