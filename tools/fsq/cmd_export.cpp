@@ -43,6 +43,7 @@ struct ExportFlags {
   std::string json;
   std::string progress = "auto";
   std::string dtype = "float16";
+  std::string rounding = "search";
   bool force = false;
   bool pure = false;
   bool awq = false;
@@ -190,6 +191,9 @@ int run_gguf(const ExportFlags& f) {
   if (!f.plan.empty() && f.pure) throw Error("fsq export", "--pure and --plan both decide the types: give one");
   if (f.awq && f.calib.empty())
     throw Error("--awq", "searches its scales from calibration statistics: give --calib (fsq calibrate on " + f.input + ")");
+  if (f.rounding == "nearest" && (!f.calib.empty() || f.awq))
+    throw Error("--rounding nearest", "rounds without weights (as llama-quantize without an imatrix); --calib and "
+                                      "--awq need --rounding search");
   if (kind == GgufInput::Packed && (!f.calib.empty() || !f.plan.empty() || f.awq))
     throw Error("fsq export", "--calib, --awq and --plan need a .gguf or Hugging Face source; " + f.input +
                                   " is a packed checkpoint, whose linears keep their own blocks");
@@ -249,9 +253,11 @@ int run_gguf(const ExportFlags& f) {
   GgufExportOptions options;
   options.importance = importance_from(calib ? &*calib : nullptr, *arch, f.input);
   options.threads = threads;
+  options.rounding = f.rounding == "nearest" ? GgufRounding::Nearest : GgufRounding::Search;
   options.provenance = {{"producer", producer_json()},
                         {"source_sha256", source_sha},
                         {"type", type_name},
+                        {"rounding", f.rounding},
                         {"plan_bits_per_layer", plan_file.bits_per_layer},
                         {"calibration", calib ? calib->provenance().value("data_sha256", "") : ""}};
   if (f.awq) {
@@ -284,6 +290,8 @@ int run_gguf(const ExportFlags& f) {
   }
   std::string how = std::to_string(weighted) + " of " + std::to_string(matrices) + " matrices importance-weighted" +
                     (calib ? "" : ": no --calib, plain squared error");
+  if (options.rounding == GgufRounding::Nearest)
+    how = "Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 blocks rounded plainly, other types searched";
   if (carried > 0) how = std::to_string(carried) + " of " + std::to_string(matrices) + " matrices carried over bit for bit";
   std::printf("exported %s -> %s (%s, %.3f bits/weight, %llu bytes; %s)\n", f.input.c_str(), f.out.c_str(),
               f.plan.empty() ? type_name.c_str() : ("plan " + f.plan).c_str(), report.bits_per_weight,
@@ -355,6 +363,13 @@ Command add_export_command(CLI::App& root) {
   app->add_flag("--awq", f->awq,
                "gguf with --calib: scale the input columns of the norm-fed linears (q/k/v, gate/up) by "
                "E[x^2]^(alpha/2) before blocking, folding 1/scale into the norm, alpha searched per group");
+  app->add_option("--rounding", f->rounding,
+                  "gguf: search fits each block's scale for the least (weighted) squared error; nearest rounds "
+                  "Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 blocks once from their extremes, the arithmetic of llama-quantize "
+                  "without an imatrix (the same bytes, and a 7B export in about one read of the source); K-quants "
+                  "and IQ4_NL always search")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"search", "nearest"}));
   app->add_flag("--pure", f->pure, "gguf: every matrix gets the type's base block type (llama-quantize --pure)");
   app->add_option("--calib", f->calib, "gguf: calibration file of the same .gguf (fsq calibrate) for importance weights")
       ->check(CLI::ExistingFile);
@@ -370,6 +385,7 @@ Command add_export_command(CLI::App& root) {
                         "llama-perplexity -m smollm2-q4_0.gguf -f wiki.test.raw -c 2048",
                         "fsq export --format gguf --plan plan.json --calib calib.safetensors smollm2-f32.gguf mixed.gguf",
                         "fsq export --format gguf --type BF16 models/llama-2-7b llama-2-7b-bf16.gguf",
+                        "fsq export --format gguf --type Q4_0 --pure --rounding nearest models/llama-2-7b 7b-q4_0.gguf",
                         "fsq export --format gguf --type Q4_0 q/w4g32s w4g32s-q4_0.gguf"}));
   return Command{app, [f] { return run_export(*f); }};
 }

@@ -14,6 +14,7 @@
 #include "formats/export/gguf_source.h"
 #include "formats/gguf/gguf_writer.h"
 #include "formats/gguf/quantize_blocks.h"
+#include "formats/gguf/quantize_nearest.h"
 
 namespace fsq {
 namespace {
@@ -88,7 +89,11 @@ const float* element_weights(const std::vector<float>& x, const std::vector<floa
   return proxy.data();
 }
 
-void write_row(GgmlType to, const float* x, int64_t n, const float* importance, std::byte* dst) {
+void write_row(GgmlType to, const float* x, int64_t n, const float* importance, bool nearest, std::byte* dst) {
+  if (nearest && can_round_nearest(to)) {
+    round_row_nearest(to, {x, static_cast<size_t>(n)}, {dst, static_cast<size_t>(*ggml_nbytes(to, n))});
+    return;
+  }
   switch (to) {
     case GgmlType::F32: std::memcpy(dst, x, static_cast<size_t>(n) * 4); return;
     case GgmlType::F16:
@@ -141,7 +146,8 @@ void fill_converted(const GgufExportSource& source, size_t src_index, GgufTensor
     if (scale != nullptr)
       for (int64_t j = 0; j < cols; ++j) x[j] = divide ? x[j] / (*scale)[j] : x[j] * (*scale)[j];
     std::vector<float> proxy;
-    write_row(t.to, x.data(), cols, element_weights(x, importance, t.to, proxy),
+    const bool nearest = options.rounding == GgufRounding::Nearest && can_round_nearest(t.to);
+    write_row(t.to, x.data(), cols, nearest ? nullptr : element_weights(x, importance, t.to, proxy), nearest,
               dst.data() + static_cast<size_t>(r) * dst_row_bytes);
   });
 }

@@ -54,12 +54,19 @@ GgufExportPlan plan_gguf_export(const GgufExportSource& source, GgufRecipe recip
 GgufExportPlan plan_gguf_export(const GgufFile& source, GgufRecipe recipe, bool has_importance, bool pure = false,
                                 const std::vector<int>& layer_bits = {});
 
+// How blocks of the legacy types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are filled: Search fits each
+// block's scale (quantize_blocks.h); Nearest rounds once from the block's extremes, as
+// llama-quantize does without an importance matrix (quantize_nearest.h). Other types always
+// search.
+enum class GgufRounding { Search, Nearest };
+
 struct GgufExportOptions {
   // Per-input-column importance (E[x^2] over calibration tokens) of the matrix with this
   // GGUF name and row length; empty when there is none (then the search weights each element
   // by sqrt(sigma^2 + w^2), a proxy favouring large weights).
   std::function<std::vector<float>(const std::string& gguf_name, int64_t cols)> importance;
   int threads = 1;
+  GgufRounding rounding = GgufRounding::Search;  // Nearest takes no importance weights
   std::function<void(size_t done, size_t total)> progress;  // tensors written
   // Activation-aware scaling (gguf_awq.h): matrices whose columns are multiplied by s before
   // blocking (their importance divided by s^2), and 1-D norm weights divided by s.

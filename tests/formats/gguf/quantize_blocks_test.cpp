@@ -14,6 +14,7 @@
 #include "common/half.h"
 #include "formats/gguf/dequantize.h"
 #include "formats/gguf/quantize_blocks.h"
+#include "formats/gguf/quantize_nearest.h"
 
 namespace fsq {
 namespace {
@@ -171,6 +172,42 @@ TEST(QuantizeBlocks, NeverWorseThanPlainRoundingPerBlock) {
       EXPECT_LT(ours_total, plain_total) << ggml_type_name(t) << (weighted ? " weighted" : "");
     }
   }
+}
+
+// fsq export --rounding nearest: the blocks decode to exactly the reference formulas above
+// (llama-quantize's arithmetic without an imatrix), corner blocks included.
+TEST(QuantizeNearest, DecodesToThePlainRoundingFormulasExactly) {
+  constexpr int64_t n = 32 * 256;
+  const auto x = test_row(n, 41);
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1}) {
+    ASSERT_TRUE(can_round_nearest(t)) << ggml_type_name(t);
+    std::vector<std::byte> bytes(*ggml_nbytes(t, n));
+    round_row_nearest(t, x, bytes);
+    const std::vector<float> y = decode(t, bytes, x.size());
+    for (int64_t b = 0; b < n / 32; ++b) {
+      // Compared as numbers: the formulas give -0 where a stored code 0 decodes to +0.
+      const auto want = plain_rounding(t, x.data() + b * 32);
+      for (int i = 0; i < 32; ++i)
+        ASSERT_EQ(want[i], y[b * 32 + i]) << ggml_type_name(t) << " block " << b << " element " << i;
+    }
+    std::vector<std::byte> again(bytes.size());
+    round_row_nearest(t, x, again);
+    EXPECT_EQ(bytes, again) << ggml_type_name(t);
+  }
+}
+
+TEST(QuantizeNearest, RefusesWhatItCannotRound) {
+  std::vector<float> x(64, 0.5f);
+  std::vector<std::byte> q4(*ggml_nbytes(GgmlType::Q4_0, 64));
+  EXPECT_FALSE(can_round_nearest(GgmlType::Q4_K));
+  EXPECT_FALSE(can_round_nearest(GgmlType::IQ4_NL));
+  std::vector<std::byte> k(*ggml_nbytes(GgmlType::Q4_K, 256));
+  std::vector<float> x256(256, 0.5f);
+  EXPECT_THROW(round_row_nearest(GgmlType::Q4_K, x256, k), Error);
+  EXPECT_THROW(round_row_nearest(GgmlType::Q4_0, std::span<const float>(x.data(), 48), q4), Error);
+  EXPECT_THROW(round_row_nearest(GgmlType::Q4_0, x, std::span<std::byte>(q4.data(), q4.size() - 1)), Error);
+  x[40] = std::nanf("");
+  EXPECT_THROW(round_row_nearest(GgmlType::Q4_0, x, q4), Error);
 }
 
 TEST(QuantizeBlocks, ImportanceLowersTheWeightedError) {
