@@ -17,6 +17,8 @@ struct EvalFlags {
   std::string model, data, compare, reference_cache, json, protocol = "gptq", progress = "auto";
   std::string intonly_inputs = "token";
   int64_t seq_len = 0, max_windows = 0, batch_size = 0;
+  std::vector<int64_t> speed_prefill = SpeedOptions{}.prefill_lengths, speed_batches = SpeedOptions{}.decode_batches;
+  int64_t speed_steps = SpeedOptions{}.decode_steps;
   double reference_cache_max_gib = 16.0;
   bool no_speed = false, speed_only = false, force = false, allow_nonfinite = false;
   RuntimeFlags rt;
@@ -48,6 +50,9 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   cfg.runtime.intonly_token_inputs = f.intonly_inputs == "token";
   cfg.perplexity = !f.speed_only;
   cfg.speed = !f.no_speed;
+  cfg.speed_options.prefill_lengths = f.speed_prefill;
+  cfg.speed_options.decode_batches = f.speed_batches;
+  cfg.speed_options.decode_steps = f.speed_steps;
   cfg.allow_nonfinite = f.allow_nonfinite;
   cfg.progress = apply_progress(f.progress);
   cfg.threads = apply_threads(f.rt.threads);
@@ -105,6 +110,19 @@ Command add_eval_command(CLI::App& root) {
   auto* no_speed = app->add_flag("--no-speed", f->no_speed, "skip the speed measurements");
   auto* speed_only = app->add_flag("--speed-only", f->speed_only, "only load time, speed and memory");
   no_speed->excludes(speed_only);
+  // What llama-bench calls -p and -n, and the decode batch: a 7B model on 2 cores spends minutes on each
+  // default measurement, so a comparison picks the ones it reports.
+  app->add_option("--prefill-lengths", f->speed_prefill, "prompt lengths whose prefill is timed (as fsq profile's)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app->add_option("--decode-batches", f->speed_batches, "batch sizes whose cached decode steps are timed")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{8}));
+  app->add_option("--decode-steps", f->speed_steps, "decode steps per timed run")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   add_progress_flag(app, f->progress);
   add_runtime_flags(app, f->rt);
   add_decode_flags(app, f->rt);
@@ -118,6 +136,7 @@ Command add_eval_command(CLI::App& root) {
       "fsq eval --model quant/ --compare models/base --data wiki.test.raw --json report.json",
       "fsq eval --model q4/ --compare models/base --data wiki.test.raw --reference-cache /tmp/refrows",
       "fsq eval --model models/stories260K --speed-only",
+      "fsq eval --model llama-7b-w4g32 --speed-only --prefill-lengths 512 --decode-batches 1 --threads 2",
       "fsq eval --model DIR --data wiki.test.raw --protocol llama.cpp --seq-len 512 --no-speed"}));
   return Command{app, [app, f] { return run_eval(app, *f); }};
 }
