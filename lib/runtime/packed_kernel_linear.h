@@ -26,6 +26,8 @@ class PackedKernelLinear : public Linear {
   at::Tensor forward(const at::Tensor& x) const final;
   bool supports_rows() const final { return true; }
   // The decode fast path: the int8 GEMV when int8_decode(), else the f32 GEMV; then the bias.
+  // Under ScopedDecodeActivations(Int4PerToken) (QSpec's draft, runtime/activation_mode.h)
+  // the W4A4 GEMV where int4_supported(), as forward() then does for up to kMaxGemvRows rows.
   void forward_rows(const float* x, int64_t m, float* y) const final;
   int64_t in_features() const final { return cols_; }
   int64_t out_features() const final { return rows_; }
@@ -57,7 +59,7 @@ class PackedKernelLinear : public Linear {
 
   // The family's multiplications: the f32 GEMV (up to cpu::kMaxGemvRows rows of x), the GEMV
   // on int8 activations (decode), the GEMM on int8 activations (prefill, any rows).
-  enum class Kernel { Gemv, GemvInt8, GemmInt8 };
+  enum class Kernel { Gemv, GemvInt8, GemmInt8, GemvInt4 };
   // y [m, rows] (stride rows) = x [m, cols] (stride cols) W'^T with `kernel` at isa_.
   virtual cpu::KernelStatus multiply(Kernel kernel, const float* x, int64_t m, float* y) const = 0;
   // out [nrows, cols] = W' rows [row0, row0 + nrows), at isa_.
@@ -65,6 +67,8 @@ class PackedKernelLinear : public Linear {
   // Whether an int8 kernel (GemvInt8, GemmInt8) takes this matrix at isa_, and what they need
   // made before they run.
   virtual bool int8_supported(Kernel kernel) const = 0;
+  // Whether multiply(Kernel::GemvInt4) takes this matrix at isa_ (families without one: no).
+  virtual bool int4_supported() const { return false; }
   virtual void prepare_int8() {}
 
   int64_t rows_ = 0, cols_ = 0;

@@ -7,7 +7,9 @@
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/bitpack.h"
 #include "formats/quant/quant_types.h"
+#include "runtime/activation_mode.h"
 #include "runtime/cpu/uniform_q8_kernels.h"
+#include "runtime/cpu/w4a4_kernels.h"
 #include "runtime/packed_forward.h"
 #include "runtime/torch_bridge.h"
 
@@ -71,6 +73,7 @@ LinearDeviceView QuantLinear::device_view() const {
 cpu::KernelStatus QuantLinear::multiply(Kernel kernel, const float* x, int64_t m, float* y) const {
   const cpu::UniformWeightsView w = weights_view();
   if (kernel == Kernel::Gemv) return cpu::uniform_gemv(w, x, m, cols_, y, rows_, isa_);
+  if (kernel == Kernel::GemvInt4) return cpu::uniform_gemv_a4(w, x, m, cols_, y, rows_, isa_);
   return kernel == Kernel::GemvInt8 ? cpu::uniform_gemv_q8(w, x, m, cols_, y, rows_, isa_)
                                     : cpu::uniform_gemm_q8(w, x, m, cols_, y, rows_, isa_);
 }
@@ -79,6 +82,8 @@ bool QuantLinear::int8_supported(Kernel kernel) const {
   return kernel == Kernel::GemvInt8 ? cpu::uniform_q8_supported(weights_view(), isa_)
                                     : cpu::uniform_gemm_q8_supported(weights_view(), isa_);
 }
+
+bool QuantLinear::int4_supported() const { return cpu::uniform_a4_supported(weights_view(), isa_); }
 
 cpu::KernelStatus QuantLinear::dequantize_rows(int64_t row0, int64_t nrows, float* out) const {
   return cpu::uniform_dequantize_rows(weights_view(), row0, nrows, out, isa_);
@@ -100,10 +105,14 @@ bool forward_rows_together(std::span<const Linear* const> linears, const float* 
   constexpr size_t kMaxTogether = 4;
   if (linears.empty() || linears.size() > kMaxTogether || ys.size() != linears.size() || m > cpu::kMaxGemvRows)
     return false;
+  // QSpec's draft (runtime/activation_mode.h) fuses them on 4-bit activations instead.
+  const bool int4 = decode_activations() == DecodeActivations::Int4PerToken;
   const QuantLinear* quant[kMaxTogether] = {};
   for (size_t j = 0; j < linears.size(); ++j) {
     quant[j] = dynamic_cast<const QuantLinear*>(linears[j]);
-    if (quant[j] == nullptr || !quant[j]->int8_decode() || quant[j]->cpu_isa() != quant[0]->cpu_isa()) return false;
+    if (quant[j] == nullptr || quant[j]->cpu_isa() != quant[0]->cpu_isa()) return false;
+    if (int4 ? quant[j]->cpu_isa() == cpu::CpuIsa::Scalar || !quant[j]->int4_supported() : !quant[j]->int8_decode())
+      return false;
   }
   cpu::UniformWeightsView views[kMaxTogether];
   cpu::Q8GemvOutput outputs[kMaxTogether];
@@ -111,8 +120,10 @@ bool forward_rows_together(std::span<const Linear* const> linears, const float* 
     views[j] = quant[j]->weights_view();
     outputs[j] = {&views[j], ys[j], views[j].rows};
   }
+  const int count = static_cast<int>(linears.size());
   const cpu::KernelStatus st =
-      cpu::uniform_gemv_q8_together(outputs, static_cast<int>(linears.size()), x, m, views[0].cols, quant[0]->cpu_isa());
+      int4 ? cpu::uniform_gemv_a4_together(outputs, count, x, m, views[0].cols, quant[0]->cpu_isa())
+           : cpu::uniform_gemv_q8_together(outputs, count, x, m, views[0].cols, quant[0]->cpu_isa());
   if (st == cpu::KernelStatus::InvalidArgument) return false;  // layouts differ: one by one
   check_kernel_status(st, quant[0]->describe());
   for (size_t j = 0; j < linears.size(); ++j) quant[j]->add_bias(m, ys[j]);

@@ -42,6 +42,8 @@ class QuantLinear final : public PackedKernelLinear {
   const UniformQuant& quant() const { return quant_; }
   // The packed weights as the kernels see them (valid while this object lives).
   cpu::UniformWeightsView weights_view() const;
+  // Whether QSpec's draft mode (runtime/activation_mode.h) runs this matrix on the W4A4 GEMV.
+  bool int4_supported() const override;
   // Writes weight row `row` dequantized to out[0, cols): a quantized embedding's lookup.
   void dequantize_row(int64_t row, float* out) const;
 
