@@ -49,7 +49,23 @@ class FastDecoder {
   // cache.length + 1 positions.
   void step(const at::Tensor& ids, KVCache& cache, const RopeTables& rope, float* logits) const;
 
+  // True when `count` positions of one sequence fit step_rows: 1 <= count <= kMaxBatch, a
+  // batch-1 cache of contiguous f32 with room for them.
+  bool accepts_rows(int64_t count, const KVCache& cache) const;
+  // Runs ids[0, count) of one sequence at positions cache.length .. +count-1 (cache.length
+  // not advanced here) as the `count` rows of every linear (speculative decoding's verify
+  // pass): writes their keys and values, and row r attends over the cache up to its own
+  // position with the single step's kernel. forward_rows gives each row the result it
+  // gives alone (packed linears take the rows two at a time for that, fast_decode.cpp
+  // alike_rows), so logits [count, vocab] row r equals, bit for bit, the logits of the
+  // single step at that position after steps on ids[0, r). `rope` must cover
+  // cache.length + count positions.
+  void step_rows(const int64_t* ids, int64_t count, KVCache& cache, const RopeTables& rope, float* logits) const;
+
  private:
+  // B rows: one position of each of B sequences, or (one_sequence) B positions of sequence 0.
+  void run(const int64_t* ids, int64_t B, bool one_sequence, KVCache& cache, const RopeTables& rope,
+           float* logits) const;
   FastDecodeModel m_;
 };
 

@@ -357,6 +357,13 @@ at::Tensor LlamaModel::forward(const at::Tensor& ids, KVCache* cache, Logits whi
   return head(which == Logits::Last ? h.narrow(1, h.size(1) - 1, 1) : h);
 }
 
+bool LlamaModel::forward_positions(const int64_t* ids, int64_t count, KVCache& cache, float* logits) const {
+  if (!fast_ || intonly_ || !fast_->accepts_rows(count, cache)) return false;
+  fast_->step_rows(ids, count, cache, rope_->tables(cache.length + count), logits);
+  cache.length += count;
+  return true;
+}
+
 KVCache LlamaModel::new_cache(int64_t batch, int64_t max_len) const {
   KVCache c;
   c.capacity = std::min(max_len, cfg_.max_position_embeddings);

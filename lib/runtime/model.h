@@ -86,6 +86,14 @@ class LlamaModel {
   // The integer-only path evaluates whole windows: with a cache it throws fsq::Error.
   at::Tensor forward(const at::Tensor& ids, KVCache* cache = nullptr, Logits which = Logits::All) const;
 
+  // Speculative decoding's verify pass (runtime/fast_decode.h, FastDecoder::step_rows):
+  // ids[0, count) of one sequence at positions cache.length .. +count-1 of a batch-1 cache,
+  // run as the rows of each linear on the fast decode path; fills logits [count, vocab] and
+  // advances cache.length by count. Row r equals bit for bit the logits forward() gives for
+  // single-token steps on ids[0..r]. Returns false, running nothing, when the fast path
+  // cannot take it (fast_decode_unavailable(), count outside [1, 8], no room, another cache).
+  bool forward_positions(const int64_t* ids, int64_t count, KVCache& cache, float* logits) const;
+
   KVCache new_cache(int64_t batch, int64_t max_len) const;
 
   // Pieces for layer-streaming callers.
