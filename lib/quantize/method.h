@@ -51,7 +51,7 @@ enum class StoredKind {
 // Which --act-quant the method takes.
 enum class ActivationRule {
   NotQuantized,  // weight-only
-  AnyMode,       // per-token or per-tensor
+  AnyMode,       // per-token, per-block or per-tensor
   StaticOnly,    // per-tensor only (integer-only ranges are static)
 };
 

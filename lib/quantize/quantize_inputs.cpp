@@ -33,7 +33,7 @@ QuantizeInputs resolve_quantize_inputs(const QuantizeConfig& cfg) {
   validate_uniform_quant(in.quant, "--bits/--group-size");
   const ActivationQuant act = cfg.pass_options.act_quant;
   if (needs.activations != ActivationRule::NotQuantized && act == ActivationQuant::None)
-    throw Error("--act-quant", method + " quantizes activations: use per-token or per-tensor");
+    throw Error("--act-quant", method + " quantizes activations: use per-token, per-block or per-tensor");
   if (needs.activations == ActivationRule::StaticOnly && act != ActivationQuant::PerTensor)
     throw Error("--act-quant", method + " needs static activation scales: use per-tensor");
   if (cfg.calib_file && needs.calib_file == CalibrationFileUse::None && !needs.no_calib_file_reason.empty())

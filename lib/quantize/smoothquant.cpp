@@ -50,6 +50,17 @@ at::Tensor fake_quantize_activations(const at::Tensor& x, ActivationQuant mode, 
     const float inv = 1.0f / static_scale;
     return (xf * inv).round().clamp(-kInt8Max, kInt8Max) * static_scale;
   }
+  if (mode == ActivationQuant::PerBlock) {
+    // Per block of 32 columns of a row (the last one may be short, zero-padded here):
+    // codes round(x / d), d = amax / 127, as uniform_q8_kernels.h's quantize_q8_row.
+    const int64_t cols = xf.size(-1), blocks = (cols + kW8A8BlockCols - 1) / kW8A8BlockCols;
+    const at::Tensor rows = xf.reshape({-1, cols});
+    const at::Tensor padded = at::constant_pad_nd(rows, {0, blocks * kW8A8BlockCols - cols})
+                                  .reshape({rows.size(0), blocks, kW8A8BlockCols});
+    const at::Tensor d = std::get<0>(padded.abs().max(-1, /*keepdim=*/true)) / kInt8Max;
+    const at::Tensor q = at::where(d == 0, at::zeros_like(padded), (padded / d).round());
+    return (q * d).reshape({rows.size(0), blocks * kW8A8BlockCols}).slice(1, 0, cols).reshape(xf.sizes());
+  }
   // Per token: inv = 127 / amax and scale = amax / 127 in float32, as the kernels compute
   // them; rows of zeros stay zero.
   const at::Tensor amax = std::get<0>(xf.abs().max(-1, /*keepdim=*/true));

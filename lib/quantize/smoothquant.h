@@ -30,6 +30,8 @@ at::Tensor weight_column_absmax(const std::vector<at::Tensor>& weights);
 // Activations through int8 and back exactly as runtime/cpu/int8_kernels.h quantizes them:
 // x [tokens, in] float32; PerToken: scale_i = max|x_i| / 127 per row; PerTensor: the
 // given scale. Codes clamp(nearbyint(x * (1 / scale)), -127, 127), returned times scale.
+// PerBlock: per row and block of kW8A8BlockCols columns, d = max|x_block| / 127 and codes
+// nearbyint(x / d), as runtime/cpu/uniform_q8_kernels.h's quantize_q8_row.
 at::Tensor fake_quantize_activations(const at::Tensor& x, ActivationQuant mode, float static_scale = 0.0f);
 
 // The static per-tensor scale of activations whose largest magnitude is `absmax`:

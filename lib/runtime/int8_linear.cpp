@@ -9,6 +9,7 @@
 #include "common/half.h"
 #include "formats/packed_checkpoint.h"
 #include "formats/quant/bitpack.h"
+#include "runtime/cpu/uniform_q8_kernels.h"
 #include "runtime/packed_forward.h"
 #include "runtime/torch_bridge.h"
 
@@ -16,6 +17,11 @@ namespace fsq {
 namespace {
 
 constexpr int kCodeOffset = 128;  // w8pcs: code q stands for q - 128
+static_assert(kW8A8BlockCols == cpu::kQ8BlockCols, "w8a8b32 blocks are the Q8 kernels' activation blocks");
+
+cpu::ActQuant kernel_mode(ActivationQuant mode) {
+  return mode == ActivationQuant::PerTensor ? cpu::ActQuant::PerTensor : cpu::ActQuant::PerToken;
+}
 
 }  // namespace
 
@@ -44,9 +50,23 @@ Int8Linear::Int8Linear(int64_t rows, int64_t cols, std::span<const std::byte> co
     std::memcpy(&h, scales.data() + 2 * r, sizeof h);
     scales_[static_cast<size_t>(r)] = f16_to_f32(h);
   }
-  const cpu::Int8WeightsView w{q.data(), scales_.data(), rows, cols};
-  prepared_ = allocate_aligned(static_cast<size_t>(cpu::int8_prepared_bytes(rows, cols)));
-  check_kernel_status(cpu::int8_prepare_weights(w, prepared_.get(), &view_), describe());
+  if (mode == ActivationQuant::PerBlock) {
+    // The codes as stored are w8pcs words: the Q8 kernels read them as they are.
+    words_ = copy_aligned(codes);
+    half_scales_ = copy_aligned(scales);
+    blocks_.words = reinterpret_cast<const uint32_t*>(words_.get());
+    blocks_.rows = rows;
+    blocks_.cols = cols;
+    blocks_.words_per_row = row_bytes / 4;
+    blocks_.bits = 8;
+    blocks_.group_cols = cols;
+    blocks_.scales = reinterpret_cast<const uint16_t*>(half_scales_.get());
+    check_kernel_status(cpu::check_uniform_view(blocks_), describe());
+  } else {
+    const cpu::Int8WeightsView w{q.data(), scales_.data(), rows, cols};
+    prepared_ = allocate_aligned(static_cast<size_t>(cpu::int8_prepared_bytes(rows, cols)));
+    check_kernel_status(cpu::int8_prepare_weights(w, prepared_.get(), &view_), describe());
+  }
   if (bias) {
     if (bias->dim() != 1 || bias->size(0) != rows_ || !at::isFloatingType(bias->scalar_type()))
       throw Error(describe(), "bias must be a floating tensor of shape [" + std::to_string(rows_) + "]");
@@ -54,18 +74,36 @@ Int8Linear::Int8Linear(int64_t rows, int64_t cols, std::span<const std::byte> co
   }
 }
 
+// Prompts (more rows than a GEMV batch) take the VNNI GEMM, decode the GEMV; both compute
+// uniform_gemv_q8_reference's sums within float rounding. A CPU with neither runs the spec.
+void Int8Linear::forward_blocks(const float* x, int64_t m, float* y) const {
+  cpu::KernelStatus st;
+  if (m > cpu::kMaxGemvRows && cpu::uniform_gemm_q8_supported(blocks_, isa_))
+    st = cpu::uniform_gemm_q8(blocks_, x, m, cols_, y, rows_, isa_);
+  else if (cpu::uniform_q8_supported(blocks_, isa_))
+    st = cpu::uniform_gemv_q8(blocks_, x, m, cols_, y, rows_, isa_);
+  else
+    st = cpu::uniform_gemv_q8_reference(blocks_, x, m, cols_, y, rows_);
+  check_kernel_status(st, describe());
+}
+
 at::Tensor Int8Linear::forward(const at::Tensor& x) const {
-  const cpu::ActQuant mode = mode_ == ActivationQuant::PerTensor ? cpu::ActQuant::PerTensor : cpu::ActQuant::PerToken;
   PackedKernels kernels;
   kernels.matmul = [&](const float* in, int64_t m, float* y) {
-    return cpu::int8_linear(view_, in, m, cols_, mode, static_scale_, y, rows_, isa_);
+    if (mode_ != ActivationQuant::PerBlock)
+      return cpu::int8_linear(view_, in, m, cols_, kernel_mode(mode_), static_scale_, y, rows_, isa_);
+    forward_blocks(in, m, y);
+    return cpu::KernelStatus::Ok;
   };
   return packed_forward(x, rows_, cols_, bias_, kernels, describe());
 }
 
 void Int8Linear::forward_rows(const float* x, int64_t m, float* y) const {
-  const cpu::ActQuant mode = mode_ == ActivationQuant::PerTensor ? cpu::ActQuant::PerTensor : cpu::ActQuant::PerToken;
-  check_kernel_status(cpu::int8_linear(view_, x, m, cols_, mode, static_scale_, y, rows_, isa_), describe());
+  if (mode_ == ActivationQuant::PerBlock)
+    forward_blocks(x, m, y);
+  else
+    check_kernel_status(cpu::int8_linear(view_, x, m, cols_, kernel_mode(mode_), static_scale_, y, rows_, isa_),
+                        describe());
   add_bias_rows(bias_ ? bias_->data_ptr<float>() : nullptr, m, rows_, y);
 }
 

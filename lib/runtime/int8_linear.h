@@ -1,6 +1,9 @@
 // A W8A8 linear (formats/quant/w8a8_quant.h): int8 weights per output channel times int8
 // activations quantized at run time (per token, or per tensor with a static scale),
-// multiplied in integers by the kernels of runtime/cpu/int8_kernels.h.
+// multiplied in integers by the kernels of runtime/cpu/int8_kernels.h; per block of 32
+// columns (w8a8b32) by the Q8_0-activation kernels of runtime/cpu/uniform_q8_kernels.h on
+// the same codes read as w8pcs (VNNI GEMM for prompts, GEMV for decode, the scalar spec
+// where the CPU has neither).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -15,6 +18,7 @@
 #include "formats/quant/w8a8_quant.h"
 #include "runtime/aligned_bytes.h"
 #include "runtime/cpu/int8_kernels.h"
+#include "runtime/cpu/uniform_kernels.h"
 #include "runtime/linear.h"
 
 namespace fsq {
@@ -49,12 +53,17 @@ class Int8Linear final : public Linear {
   const std::optional<at::Tensor>& bias() const { return bias_; }
 
  private:
+  // PerBlock: y = x W^T through the per-block kernels.
+  void forward_blocks(const float* x, int64_t m, float* y) const;
+
   int64_t rows_ = 0, cols_ = 0;
   ActivationQuant mode_;
   float static_scale_ = 0;
   std::vector<float> scales_;  // [rows], widened from fp16
   AlignedBytes prepared_;
-  cpu::Int8PreparedView view_;
+  cpu::Int8PreparedView view_;  // PerToken / PerTensor
+  AlignedBytes words_, half_scales_;  // PerBlock: the stored w8pcs codes and fp16 scales
+  cpu::UniformWeightsView blocks_;
   std::optional<at::Tensor> bias_;  // f32 [rows]
   std::string method_;
   cpu::CpuIsa isa_;

@@ -60,7 +60,7 @@ PassOptions pass_options(const QuantizeFlags& f) {
   o.smooth_alpha = parse_alpha(f.alpha);
   o.gptq = f.gptq;
   if (!parse_activation_quant(f.act_quant, &o.act_quant))
-    throw Error("--act-quant", "unknown activation quantization", "per-token or per-tensor", f.act_quant);
+    throw Error("--act-quant", "unknown activation quantization", "per-token, per-block or per-tensor", f.act_quant);
   const MethodNeeds& needs = find_quant_method(f.method).needs;
   if (needs.activations == ActivationRule::StaticOnly) {
     if (f.act_quant_given && o.act_quant != ActivationQuant::PerTensor)
@@ -192,10 +192,12 @@ Command add_quantize_command(CLI::App& root) {
                 "rtn, awq: after the pass (AWQ's scales folded first); smoothquant, w8a8, intonly: the int8 weights, "
                 "on the smoothed inputs; squeezellm: the k-means centroids kept, the codes chosen by GPTQ");
   app->add_option("--act-quant", f->act_quant,
-                  "smoothquant: int8 activations per-token (dynamic scale per row) or per-tensor (static scale "
+                  "smoothquant, w8a8: int8 activations per-token (dynamic scale per row), per-block (dynamic "
+                  "scale per row and block of 32 columns, as llama.cpp's Q8_0 activations: an outlier channel "
+                  "costs only its block; holds on text the calibration never saw) or per-tensor (static scale "
                   "from calibration); intonly: per-tensor only")
       ->capture_default_str()
-      ->check(CLI::IsMember({"per-token", "per-tensor"}));
+      ->check(CLI::IsMember({"per-token", "per-block", "per-tensor"}));
   app->add_option("--samples", f->draw.samples, "calibration windows")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app->add_option("--seq-len", f->draw.seq_len, "tokens per calibration window")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
   app->add_option("--seed", f->draw.seed, "seed of the calibration window positions")->capture_default_str();

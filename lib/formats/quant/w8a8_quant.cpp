@@ -7,6 +7,7 @@ namespace {
 
 constexpr std::string_view kPerTokenName = "w8a8";
 constexpr std::string_view kPerTensorName = "w8a8static";
+constexpr std::string_view kPerBlockName = "w8a8b32";
 constexpr int kChannelScaleBits = 16;  // fp16 scale per output channel
 
 }  // namespace
@@ -15,6 +16,7 @@ std::string w8a8_quant_name(ActivationQuant mode) {
   switch (mode) {
     case ActivationQuant::PerToken: return std::string(kPerTokenName);
     case ActivationQuant::PerTensor: return std::string(kPerTensorName);
+    case ActivationQuant::PerBlock: return std::string(kPerBlockName);
     case ActivationQuant::None: break;
   }
   throw Error("quant type", "a weight-only linear has no W8A8 type name");
@@ -23,6 +25,7 @@ std::string w8a8_quant_name(ActivationQuant mode) {
 ActivationQuant w8a8_mode_of(std::string_view quant_type) {
   if (quant_type == kPerTokenName) return ActivationQuant::PerToken;
   if (quant_type == kPerTensorName) return ActivationQuant::PerTensor;
+  if (quant_type == kPerBlockName) return ActivationQuant::PerBlock;
   return ActivationQuant::None;
 }
 
@@ -30,13 +33,14 @@ const char* activation_quant_label(ActivationQuant mode) {
   switch (mode) {
     case ActivationQuant::PerToken: return "per-token";
     case ActivationQuant::PerTensor: return "per-tensor";
+    case ActivationQuant::PerBlock: return "per-block";
     case ActivationQuant::None: break;
   }
   return "none";
 }
 
 bool parse_activation_quant(std::string_view label, ActivationQuant* mode) {
-  for (ActivationQuant m : {ActivationQuant::PerToken, ActivationQuant::PerTensor}) {
+  for (ActivationQuant m : {ActivationQuant::PerToken, ActivationQuant::PerTensor, ActivationQuant::PerBlock}) {
     if (label == activation_quant_label(m)) {
       *mode = m;
       return true;
