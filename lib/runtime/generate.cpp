@@ -66,10 +66,11 @@ std::vector<int32_t> generate_greedy_steps(cuda::Decoder& decoder, int64_t vocab
 }
 
 std::vector<int32_t> generate_greedy(const LlamaModel& model, const DecoderChoice& choice, int64_t capacity,
-                                     const std::vector<int32_t>& prompt, const GenerateOptions& opts) {
-  if (!choice.cuda) return generate_greedy(model, prompt, opts);
+                                     const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                     const std::function<void(int32_t)>& on_token) {
+  if (!choice.cuda) return generate_greedy(model, prompt, opts, on_token);
   const std::unique_ptr<cuda::Decoder> decoder = choice.cuda(1, capacity);
-  return generate_greedy_steps(*decoder, model.config().vocab_size, capacity, prompt, opts);
+  return generate_greedy_steps(*decoder, model.config().vocab_size, capacity, prompt, opts, on_token);
 }
 
 }  // namespace fsq

@@ -35,6 +35,7 @@ std::vector<int32_t> generate_greedy_steps(cuda::Decoder& decoder, int64_t vocab
 // fsq's CUDA decoder, made here for batch 1 and `capacity` positions (generate_greedy_steps),
 // or the model's own layers (generate_greedy). choice.reload_on must have been acted on.
 std::vector<int32_t> generate_greedy(const LlamaModel& model, const DecoderChoice& choice, int64_t capacity,
-                                     const std::vector<int32_t>& prompt, const GenerateOptions& opts);
+                                     const std::vector<int32_t>& prompt, const GenerateOptions& opts,
+                                     const std::function<void(int32_t)>& on_token = {});
 
 }  // namespace fsq

@@ -9,6 +9,8 @@
 #include "provenance.h"
 #include "wait_policy.h"
 #include "runtime/eval/evaluate.h"
+#include "runtime/speculative/speculative_speed.h"
+#include "speculate_flags.h"
 
 namespace fsq::cli {
 namespace {
@@ -22,10 +24,48 @@ struct EvalFlags {
   double reference_cache_max_gib = 16.0;
   bool no_speed = false, speed_only = false, force = false, allow_nonfinite = false;
   RuntimeFlags rt;
+  SpeculateFlags spec;
+  std::string spec_prompt = "Once upon a time";
+  int spec_reps = 3;
 };
+
+// --speculate: plain and speculative decode of --prompt, --decode-steps new tokens, timed
+// alternately (runtime/speculative/speculative_speed.h); printed and returned for the JSON.
+nlohmann::json speculative_speed(const EvalFlags& f, const RuntimeOptions& ro) {
+  const ModelFiles files = ModelFiles::open(f.model);
+  const auto model = files.load(ro);
+  const auto tok = load_tokenizer(f.model);
+  const std::vector<int32_t> prompt = tok->encode_default(f.spec_prompt);
+  if (prompt.empty()) throw Error("--prompt", "encodes to no tokens and the tokenizer adds no BOS");
+  const int64_t capacity = static_cast<int64_t>(prompt.size()) + f.speed_steps;
+  DraftSource draft = make_draft_source(f.spec, *model, *tok, ro, capacity);
+  const speculative::SpeculativeOptions so = speculative_options(f.spec, f.speed_steps, -1);
+  const speculative::SpeculativeSpeed r =
+      speculative::measure_speculative_speed(*model, *draft.proposer, prompt, so, f.spec_reps);
+  const speculative::SpeculativeStats& st = r.stats;
+  std::printf("speculative decode (%s, %lld drafts per pass, batch 1, %lld new tokens, median of %d): %.2f tok/s vs "
+              "plain %.2f tok/s (%.2fx); acceptance %.3f, %.2f tokens per verify step, draft %.3f s / verify %.3f s "
+              "per run; output %s plain greedy; verify pass: %s\n",
+              draft.proposer->describe().c_str(), static_cast<long long>(so.gamma), static_cast<long long>(r.new_tokens),
+              r.reps, r.tokens_per_s, r.plain_tokens_per_s,
+              r.plain_tokens_per_s > 0 ? r.tokens_per_s / r.plain_tokens_per_s : 0.0, st.acceptance_rate(),
+              st.tokens_per_step(), st.draft_seconds, st.verify_seconds, r.same_output ? "equals" : "DIFFERS FROM",
+              st.verify_path.c_str());
+  return {{"proposer", draft.proposer->describe()}, {"gamma", so.gamma}, {"alpha_rb", so.alpha_rb},
+          {"prompt_tokens", r.prompt_tokens}, {"new_tokens", r.new_tokens}, {"reps", r.reps},
+          {"decode_tokens_per_s", r.tokens_per_s}, {"plain_decode_tokens_per_s", r.plain_tokens_per_s},
+          {"acceptance_rate", st.acceptance_rate()}, {"tokens_per_verify_step", st.tokens_per_step()},
+          {"proposed", st.proposed}, {"accepted", st.accepted}, {"verify_steps", st.verify_steps},
+          {"draft_seconds", st.draft_seconds}, {"verify_seconds", st.verify_seconds},
+          {"same_output_as_plain", r.same_output}, {"verify_path", st.verify_path}};
+}
 
 int run_eval(CLI::App* app, const EvalFlags& f) {
   check_output_file(f.json, "--json", {f.model, f.data, f.compare}, f.force);
+  check_speculate_flags(app, f.spec);
+  if (!f.spec.mode.empty() && !f.speed_only) throw Error("--speculate", "only with --speed-only");
+  for (const char* opt : {"--prompt", "--speculate-reps"})
+    if (app->count(opt) && f.spec.mode.empty()) throw Error(opt, "needs --speculate");
   EvalConfig cfg;
   cfg.model_dir = f.model;
   if (!f.data.empty()) cfg.data_path = f.data;
@@ -63,7 +103,9 @@ int run_eval(CLI::App* app, const EvalFlags& f) {
   EvalReport report = evaluate(cfg);
   std::fputs(report_text(report).c_str(), stdout);
   std::fflush(stdout);
-  if (!f.json.empty()) write_json_report(f.json, report_json(report));
+  nlohmann::json json = report_json(report);
+  if (!f.spec.mode.empty()) json["speculative"] = speculative_speed(f, cfg.runtime);
+  if (!f.json.empty()) write_json_report(f.json, json);
   return 0;
 }
 
@@ -123,6 +165,12 @@ Command add_eval_command(CLI::App& root) {
   app->add_option("--decode-steps", f->speed_steps, "decode steps per timed run")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  add_speculate_flags(app, f->spec);
+  app->add_option("--prompt", f->spec_prompt, "with --speculate: the prompt decoded (--decode-steps new tokens)")
+      ->capture_default_str();
+  app->add_option("--speculate-reps", f->spec_reps, "with --speculate: timed runs of each, after a warm-up")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   add_progress_flag(app, f->progress);
   add_runtime_flags(app, f->rt);
   add_decode_flags(app, f->rt);
@@ -136,6 +184,7 @@ Command add_eval_command(CLI::App& root) {
       "fsq eval --model quant/ --compare models/base --data wiki.test.raw --json report.json",
       "fsq eval --model q4/ --compare models/base --data wiki.test.raw --reference-cache /tmp/refrows",
       "fsq eval --model models/stories260K --speed-only",
+      "fsq eval --model f32/ --speed-only --decode-batches 1 --speculate draft --draft w4/ --decode-steps 256",
       "fsq eval --model llama-7b-w4g32 --speed-only --prefill-lengths 512 --decode-batches 1 --threads 2",
       "fsq eval --model DIR --data wiki.test.raw --protocol llama.cpp --seq-len 512 --no-speed"}));
   return Command{app, [app, f] { return run_eval(app, *f); }};

@@ -12,7 +12,6 @@
 #include "provenance.h"
 #include "speculate_flags.h"
 #include "runtime/decoder_choice.h"
-#include "runtime/cuda/decode_model.h"
 #include "runtime/generate.h"
 #include "runtime/model_files.h"
 #include "runtime/torch_bridge.h"
@@ -132,12 +131,7 @@ int run_generate(const CLI::App* app, const GenerateFlags& f) {
       ro.device = *choice.reload_on;
       model = files.load(ro);
     }
-    if (choice.cuda) {
-      const std::unique_ptr<cuda::Decoder> decoder = choice.cuda(1, capacity);
-      out = generate_greedy_steps(*decoder, model->config().vocab_size, capacity, prompt, go, tick);
-    } else {
-      out = generate_greedy(*model, prompt, go, tick);
-    }
+    out = generate_greedy(*model, choice, capacity, prompt, go, tick);
   }
   if (f.stats)
     std::fprintf(stderr, "fsq: decode: %lld tokens after the first in %.3f s: %.2f tokens/s\n",
