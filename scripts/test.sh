@@ -94,10 +94,39 @@ echo "test: CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ 
   "ISA flags:$(grep -m1 -o -w -E 'avx2|avx512f|avx512_vnni|avx512vbmi|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ' | sed 's/^/ /')"
 cd "$build"
 log="$build/ctest-last.log"
+# The tests' temp folder: a fresh one in the build tree, which must be empty again after the
+# run (each test removes its scratch folders, tests/support/temp_dir.h; a run once left ~25 GB
+# in /tmp). fsq's owner records of its temporaries ($TMPDIR/fsq-owners-<uid>/, see
+# lib/common/stale_temporaries.h) may stay, since a killed fsq's record waits for the next
+# fsq run's sweep; a path that such a record lists and that still exists is a leftover.
+tests_tmp="$build/ctest-tmp"
+rm -rf "$tests_tmp"
+mkdir -p "$tests_tmp"
 set +e
 junit="$build/ctest-last.xml"  # each test's output, where ctest-summary.sh reads skip reasons
-ctest --output-on-failure -j "${FSQ_TEST_JOBS:-2}" --timeout 900 --output-junit "$junit" 2>&1 | tee "$log"
+TMPDIR="$tests_tmp" ctest --output-on-failure -j "${FSQ_TEST_JOBS:-2}" --timeout 900 --output-junit "$junit" 2>&1 |
+  tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 "$root/scripts/ctest-summary.sh" "$log" "$in_ci" "$junit" || rc=1
+records="fsq-owners-$(id -u)"
+leftovers="$(find "$tests_tmp" -mindepth 1 -maxdepth 1 ! -name "$records" | sort)"
+if [ -d "$tests_tmp/$records" ]; then
+  # A record's first line names its pid namespace; the paths follow.
+  for record in "$tests_tmp/$records"/*; do
+    [ -f "$record" ] || continue
+    while IFS= read -r path; do
+      if [ -e "$path" ] || [ -L "$path" ]; then leftovers+=$'\n'"$path (listed in $record)"; fi
+    done < <(tail -n +2 "$record")
+  done
+fi
+leftovers="$(sed '/^$/d' <<<"$leftovers")"
+if [ -n "$leftovers" ]; then
+  echo "test: FAIL: the tests left $(wc -l <<<"$leftovers") path(s) in their temp folder $tests_tmp" \
+    "(a test must remove its scratch folders: testing::TempDir, tests/support/temp_dir.h):" >&2
+  sed 's/^/  /' <<<"$leftovers" | head -n 50 >&2
+  rc=1
+else
+  rm -rf "$tests_tmp"
+fi
 exit "$rc"

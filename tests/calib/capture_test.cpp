@@ -69,7 +69,8 @@ TEST_P(CaptureTest, StreamedStatisticsEqualBruteForce) {
   testing::TinyModelSpec spec;
   spec.architecture = GetParam();
   spec.layers = 3;
-  auto dir = testing::make_temp_dir("fsq-calib-capture");
+  const testing::TempDir scratch("fsq-calib-capture");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, spec);
   Checkpoint ckpt = Checkpoint::open(dir);
   auto full = LlamaModel::load(ckpt, RuntimeOptions{});
@@ -117,7 +118,6 @@ TEST_P(CaptureTest, StreamedStatisticsEqualBruteForce) {
     h = y;
   }
   EXPECT_TRUE(at::equal(streamed.hidden.back(), h));
-  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, CaptureTest, ::testing::Values("LlamaForCausalLM", "Qwen2ForCausalLM"));

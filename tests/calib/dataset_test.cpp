@@ -49,7 +49,8 @@ TEST(CalibDraw, SinglePositionRangeAlwaysDrawsZero) {
 }
 
 TEST(CalibText, FileFolderAndJsonl) {
-  auto dir = testing::make_temp_dir("fsq-calib-text");
+  const testing::TempDir scratch("fsq-calib-text");
+  const auto& dir = scratch.path();
   write(dir / "one.txt", "hello world");
   auto file = read_calibration_text(dir / "one.txt");
   ASSERT_EQ(file.documents.size(), 1u);
@@ -70,11 +71,11 @@ TEST(CalibText, FileFolderAndJsonl) {
   auto jsonl = read_calibration_text(dir / "d.jsonl");
   ASSERT_EQ(jsonl.documents.size(), 2u);
   EXPECT_EQ(jsonl.documents[1], "beta");
-  fs::remove_all(dir);
 }
 
 TEST(CalibText, BadSourcesNameTheFileAndTheProblem) {
-  auto dir = testing::make_temp_dir("fsq-calib-bad");
+  const testing::TempDir scratch("fsq-calib-bad");
+  const auto& dir = scratch.path();
   write(dir / "empty.txt", "");
   write(dir / "bad.jsonl", "{\"text\": \"ok\"}\nnot json\n");
   write(dir / "notext.jsonl", "{\"content\": \"x\"}\n");
@@ -91,7 +92,6 @@ TEST(CalibText, BadSourcesNameTheFileAndTheProblem) {
     EXPECT_NE(msg.find(c.expect), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos);
   }
-  fs::remove_all(dir);
 }
 
 class CalibSetTest : public ::testing::Test {

@@ -78,7 +78,8 @@ TEST_P(FisherTest, CheckpointedEqualsDirectPerSampleBackward) {
   spec.architecture = GetParam();
   spec.layers = 3;
   spec.tied = GetParam() == "Qwen2ForCausalLM";
-  auto dir = testing::make_temp_dir("fsq-calib-fisher");
+  const testing::TempDir scratch("fsq-calib-fisher");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, spec);
   Checkpoint ckpt = Checkpoint::open(dir);
   auto full = LlamaModel::load(ckpt, RuntimeOptions{});
@@ -108,7 +109,6 @@ TEST_P(FisherTest, CheckpointedEqualsDirectPerSampleBackward) {
       EXPECT_TRUE((f >= 0).all().item<bool>());
     }
   }
-  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, FisherTest, ::testing::Values("LlamaForCausalLM", "Qwen2ForCausalLM"));

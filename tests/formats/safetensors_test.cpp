@@ -186,7 +186,8 @@ TEST(Safetensors, HundredThousandTensorHeaderParsesInLinearTime) {
               std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
   }
   header += "}";
-  const fs::path dir = ::fsq::testing::make_temp_dir("fsq-safetensors-many");
+  const ::fsq::testing::TempDir scratch("fsq-safetensors-many");
+  const fs::path& dir = scratch.path();
   const fs::path p = dir / "many.safetensors";
   write_bytes(p, safetensors_bytes(header, 4 * kManyTensors));
   const auto start = std::chrono::steady_clock::now();
@@ -197,12 +198,12 @@ TEST(Safetensors, HundredThousandTensorHeaderParsesInLinearTime) {
   ASSERT_NE(f->find("t99999"), nullptr);
   EXPECT_EQ(f->find("t99999")->data - f->find("t0")->data, 4 * 99'999);
   EXPECT_LT(seconds, kManyTensorsSeconds);
-  fs::remove_all(dir);
 }
 
 TEST(Safetensors, DuplicateKeyInsideAnEntryIsRefused) {
   const std::string header = R"({"a":{"dtype":"F32","shape":[1],"shape":[1],"data_offsets":[0,4]}})";
-  const fs::path dir = ::fsq::testing::make_temp_dir("fsq-safetensors-dup");
+  const ::fsq::testing::TempDir scratch("fsq-safetensors-dup");
+  const fs::path& dir = scratch.path();
   write_bytes(dir / "dup.safetensors", safetensors_bytes(header, 4));
   try {
     SafetensorsFile::open(dir / "dup.safetensors");
@@ -210,7 +211,6 @@ TEST(Safetensors, DuplicateKeyInsideAnEntryIsRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'shape' twice"), std::string::npos) << e.what();
   }
-  fs::remove_all(dir);
 }
 
 TEST(Safetensors, ReadsStories260K) {

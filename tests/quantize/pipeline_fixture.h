@@ -23,7 +23,7 @@ struct Fixture {
   // (activation outliers, as SmoothQuant targets).
   explicit Fixture(const std::string& name, int64_t intermediate = 96, bool tokenizer = false,
                    int64_t outlier_channels = 0, float outlier_gain = 1.0f) {
-    dir = testing::make_temp_dir("fsq-qpipe-" + name);
+    dir = testing::make_temp_dir_caller_removes("fsq-qpipe-" + name);
     model = dir / "model";
     testing::TinyModelSpec spec;
     spec.hidden = 64;

@@ -67,7 +67,8 @@ class FastDecodeTest : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(FastDecodeTest, StepsMatchTheAtenLayersOverAGeneration) {
   const DecodeCase& c = GetParam();
-  auto dir = testing::make_temp_dir(std::string("fsq-fast-") + c.name);
+  const testing::TempDir scratch(std::string("fsq-fast-") + c.name);
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, c.spec);
   Loaded m = load_both(dir);
   EXPECT_EQ(m.fast->fast_decode_unavailable(), "");
@@ -75,7 +76,6 @@ TEST_P(FastDecodeTest, StepsMatchTheAtenLayersOverAGeneration) {
   for (int64_t batch : {1, 3, 8, 9})  // 9: more than the fast path takes, so the ATen layers run
     EXPECT_LE(max_decode_difference(*m.fast, *m.reference, batch, c.spec.vocab), kFastDecodeTolerance)
         << "batch " << batch;
-  std::filesystem::remove_all(dir);
 }
 
 testing::TinyModelSpec decode_spec(int64_t heads, int64_t kv_heads, bool tied, const char* arch = "LlamaForCausalLM") {
@@ -105,7 +105,8 @@ TEST(FastDecode, ThreadsSplittingKvHeadsGiveBitIdenticalLogits) {
   testing::TinyModelSpec spec = decode_spec(9, 3, false);
   spec.hidden = 144;
   spec.max_positions = 256;
-  auto dir = testing::make_temp_dir("fsq-fast-threads");
+  const testing::TempDir scratch("fsq-fast-threads");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, spec);
   Loaded m = load_both(dir);
   ASSERT_EQ(m.fast->fast_decode_unavailable(), "");
@@ -128,11 +129,11 @@ TEST(FastDecode, ThreadsSplittingKvHeadsGiveBitIdenticalLogits) {
   const std::vector<at::Tensor> one = decode(1), two = decode(2);
   at::set_num_threads(threads_before);
   for (size_t t = 0; t < one.size(); ++t) EXPECT_TRUE(at::equal(one[t], two[t])) << "decode step " << t;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(FastDecode, NarrowWeightsOrComputeKeepTheAtenLayersAndSayWhy) {
-  auto dir = testing::make_temp_dir("fsq-fast-narrow");
+  const testing::TempDir scratch("fsq-fast-narrow");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, decode_spec(4, 2, false));
   Checkpoint ckpt = Checkpoint::open(dir);
   RuntimeOptions bf16_weights;
@@ -141,7 +142,6 @@ TEST(FastDecode, NarrowWeightsOrComputeKeepTheAtenLayersAndSayWhy) {
   RuntimeOptions bf16_compute;
   bf16_compute.compute_dtype = at::kBFloat16;
   EXPECT_NE(LlamaModel::load(ckpt, bf16_compute)->fast_decode_unavailable().find("compute dtype"), std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

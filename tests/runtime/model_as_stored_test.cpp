@@ -23,10 +23,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The tiny f32 model rewritten with every tensor in `dtype` (bf16 or f16).
-fs::path write_16bit_copy(const fs::path& f32_dir, DType dtype, const std::string& tag) {
+// The tiny f32 model rewritten with every tensor in `dtype` (bf16 or f16), in its own
+// scratch folder.
+testing::TempDir write_16bit_copy(const fs::path& f32_dir, DType dtype, const std::string& tag) {
   const Checkpoint f32 = Checkpoint::open(f32_dir);
-  const fs::path dir = testing::make_temp_dir("fsq-as-stored-" + tag);
+  testing::TempDir scratch("fsq-as-stored-" + tag);
+  const fs::path& dir = scratch.path();
   std::vector<std::vector<uint16_t>> storage;
   std::vector<TensorToWrite> tensors;
   storage.reserve(f32.tensors().size());
@@ -40,7 +42,7 @@ fs::path write_16bit_copy(const fs::path& f32_dir, DType dtype, const std::strin
   }
   write_safetensors(dir / "model.safetensors", tensors);
   fs::copy_file(f32_dir / "config.json", dir / "config.json");
-  return dir;
+  return scratch;
 }
 
 // The parameter is the dtype's name, so that test names read "bf16" and "f16".
@@ -56,9 +58,11 @@ TEST_P(ModelAsStored, MatricesStayMappedAndComputeTheWidenedModel) {
   constexpr double kBlockedGemmTolerance = 1e-5;
   testing::TinyModelSpec spec;
   spec.tied = false;
-  const fs::path f32_dir = testing::make_temp_dir("fsq-as-stored-f32");
+  const testing::TempDir f32_dir_scratch("fsq-as-stored-f32");
+  const fs::path& f32_dir = f32_dir_scratch.path();
   testing::write_tiny_model(f32_dir, spec);
-  const fs::path dir = write_16bit_copy(f32_dir, dtype(), GetParam());
+  const testing::TempDir copy = write_16bit_copy(f32_dir, dtype(), GetParam());
+  const fs::path& dir = copy.path();
   const Checkpoint ckpt = Checkpoint::open(dir);
 
   auto as_stored = LlamaModel::load(ckpt, RuntimeOptions{});
@@ -86,16 +90,16 @@ TEST_P(ModelAsStored, MatricesStayMappedAndComputeTheWidenedModel) {
   g.max_new_tokens = 16;
   const std::vector<int32_t> prompt = {1, 5, 9, 2};
   EXPECT_EQ(generate_greedy(*as_stored, prompt, g), generate_greedy(*widened, prompt, g));
-  fs::remove_all(dir);
-  fs::remove_all(f32_dir);
 }
 
 TEST_P(ModelAsStored, TheMappedFileOutlivesTheCheckpointObject) {
   testing::TinyModelSpec spec;
   spec.tied = true;
-  const fs::path f32_dir = testing::make_temp_dir("fsq-as-stored-f32");
+  const testing::TempDir f32_dir_scratch("fsq-as-stored-f32");
+  const fs::path& f32_dir = f32_dir_scratch.path();
   testing::write_tiny_model(f32_dir, spec);
-  const fs::path dir = write_16bit_copy(f32_dir, dtype(), "owner-" + GetParam());
+  const testing::TempDir copy = write_16bit_copy(f32_dir, dtype(), "owner-" + GetParam());
+  const fs::path& dir = copy.path();
   std::unique_ptr<LlamaModel> model;
   {
     const Checkpoint ckpt = Checkpoint::open(dir);
@@ -103,8 +107,6 @@ TEST_P(ModelAsStored, TheMappedFileOutlivesTheCheckpointObject) {
   }  // the checkpoint is gone; its shard must not be unmapped under the model
   const at::Tensor logits = model->forward(at::arange(0, 6, at::kLong).view({1, -1}));
   EXPECT_TRUE(at::isfinite(logits).all().item<bool>());
-  fs::remove_all(dir);
-  fs::remove_all(f32_dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, ModelAsStored, ::testing::Values(std::string("bf16"), std::string("f16")),

@@ -24,7 +24,8 @@ class KVCacheTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(KVCacheTest, IncrementalDecodeMatchesFullForward) {
   const Case& c = GetParam();
-  auto dir = testing::make_temp_dir(std::string("fsq-kv-") + c.name);
+  const testing::TempDir scratch(std::string("fsq-kv-") + c.name);
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, c.spec);
   auto ckpt = Checkpoint::open(dir);
   auto model = LlamaModel::load(ckpt, RuntimeOptions{});
@@ -46,7 +47,6 @@ TEST_P(KVCacheTest, IncrementalDecodeMatchesFullForward) {
   double max_diff = (incremental - full).abs().max().item<double>();
   EXPECT_LE(max_diff, kCacheTolerance) << c.name;
   EXPECT_TRUE(at::isfinite(full).all().item<bool>());
-  std::filesystem::remove_all(dir);
 }
 
 TEST_P(KVCacheTest, LastLogitsAreTheLastRowOfAll) {
@@ -92,13 +92,13 @@ INSTANTIATE_TEST_SUITE_P(Variants, KVCacheTest,
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(KVCache, OverflowIsAnError) {
-  auto dir = testing::make_temp_dir("fsq-kv-overflow");
+  const testing::TempDir scratch("fsq-kv-overflow");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, testing::TinyModelSpec{});
   auto model = LlamaModel::load(Checkpoint::open(dir), RuntimeOptions{});
   KVCache cache = model->new_cache(1, 4);
   at::Tensor ids = at::zeros({1, 5}, at::kLong);
   EXPECT_THROW(model->forward(ids, &cache), Error);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

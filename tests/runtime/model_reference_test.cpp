@@ -115,7 +115,8 @@ struct NaiveModel {
 };
 
 void expect_matches_reference(const testing::TinyModelSpec& spec, bool qkv_bias) {
-  auto dir = testing::make_temp_dir("fsq-ref");
+  const testing::TempDir scratch("fsq-ref");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, spec);
   auto ckpt = Checkpoint::open(dir);
   auto model = LlamaModel::load(ckpt, RuntimeOptions{});
@@ -127,7 +128,6 @@ void expect_matches_reference(const testing::TinyModelSpec& spec, bool qkv_bias)
     for (int64_t j = 0; j < spec.vocab; ++j)
       max_diff = std::max(max_diff, std::abs(ref[t][j] - logits[0][t][j].item<double>()));
   EXPECT_LE(max_diff, kReferenceTolerance);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(ModelReference, GqaUntiedMatchesNaiveForward) {
@@ -157,7 +157,8 @@ TEST(ModelReference, Qwen2BiasesMatchNaiveForward) {
 
 TEST(ModelReference, Bf16ComputeStaysCloseToF32) {
   constexpr double kBf16Tolerance = 0.1;  // bf16 keeps ~3 significant digits; logits are O(1)
-  auto dir = testing::make_temp_dir("fsq-bf16");
+  const testing::TempDir scratch("fsq-bf16");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, testing::TinyModelSpec{});
   auto ckpt = Checkpoint::open(dir);
   auto f32 = LlamaModel::load(ckpt, RuntimeOptions{});
@@ -167,17 +168,18 @@ TEST(ModelReference, Bf16ComputeStaysCloseToF32) {
   at::Tensor ids = at::arange(0, 20, at::kLong).view({1, -1});
   double diff = (f32->forward(ids) - bf16->forward(ids)).abs().max().item<double>();
   EXPECT_LE(diff, kBf16Tolerance);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(ModelLoad, ShapeDisagreeingWithConfigNamesTheTensor) {
-  auto dir = testing::make_temp_dir("fsq-badshape");
+  const testing::TempDir scratch("fsq-badshape");
+  const auto& dir = scratch.path();
   testing::TinyModelSpec s;
   testing::write_tiny_model(dir, s);
   // Rewrite config.json with a larger intermediate size than the stored tensors have.
   testing::TinyModelSpec wrong = s;
   wrong.intermediate = s.intermediate + 8;
-  auto other = testing::make_temp_dir("fsq-badshape-cfg");
+  const testing::TempDir other_scratch("fsq-badshape-cfg");
+  const auto& other = other_scratch.path();
   testing::write_tiny_model(other, wrong);
   std::filesystem::copy_file(other / "config.json", dir / "config.json",
                              std::filesystem::copy_options::overwrite_existing);
@@ -187,8 +189,6 @@ TEST(ModelLoad, ShapeDisagreeingWithConfigNamesTheTensor) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("mlp.gate_proj.weight"), std::string::npos) << e.what();
   }
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove_all(other);
 }
 
 }  // namespace

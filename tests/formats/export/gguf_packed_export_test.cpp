@@ -25,13 +25,13 @@ using test::SmallModelSource;
 constexpr int64_t kHeadDim = 8;  // llama_config(): hidden 64 over 8 heads
 
 struct Exported {
-  fs::path dir;
+  testing::TempDir dir;  // first, so that it is removed after the file is unmapped
   std::shared_ptr<const GgufFile> gguf;
   std::vector<std::string> notes;
 };
 
 Exported export_packed(SmallModelSource& src, GgufRecipe recipe, const std::string& tag) {
-  Exported e{testing::make_temp_dir("fsq-gguf-packed-" + tag), nullptr, {}};
+  Exported e{testing::TempDir("fsq-gguf-packed-" + tag), nullptr, {}};
   src.write(e.dir / "packed");
   PackedGgufSource source(e.dir / "packed");
   GgufExportOptions options;
@@ -111,7 +111,6 @@ TEST_P(GgufPackedExport, BlocksDecodeToFsqsDequantization) {
   }
   EXPECT_EQ(e.gguf->find_tensor("blk.0.ffn_down.weight")->type, GgmlType::F32);
   EXPECT_EQ(e.gguf->find_tensor("output.weight")->type, GgmlType::F32);
-  fs::remove_all(e.dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, GgufPackedExport,
@@ -122,12 +121,12 @@ INSTANTIATE_TEST_SUITE_P(Grids, GgufPackedExport,
 TEST(GgufPackedExport, OtherGridsAreRefusedNamingTheLinear) {
   for (const char* type : {"w4g128a", "w4g64s", "w3g32s", "w8g32a", "w2g32s"}) {
     SmallModelSource src(type);
-    const auto tmp = testing::make_temp_dir("fsq-gguf-packed-refused");
+    const testing::TempDir tmp_scratch("fsq-gguf-packed-refused");
+    const auto& tmp = tmp_scratch.path();
     test::expect_export_refused([&](const PackedCheckpoint&) { PackedGgufSource source(tmp / "packed"); }, src, tmp,
                                 tmp / "packed",
                                 std::string("model.layers.0.mlp.up_proj is ") + type +
                                     "; GGUF export carries w4g32s (Q4_0), w4g32a (Q4_1) and w8g32s (Q8_0)");
-    fs::remove_all(tmp);
   }
 }
 
@@ -144,7 +143,6 @@ TEST(GgufPackedExport, HeadOnAnotherGridIsDecodedThenTyped) {
   ASSERT_EQ(std::memcmp(head->data, want.data(), want.size() * 4), 0);
   ASSERT_FALSE(e.notes.empty());
   EXPECT_NE(e.notes.front().find("lm_head is w8g64s"), std::string::npos) << e.notes.front();
-  fs::remove_all(e.dir);
 }
 
 }  // namespace

@@ -70,14 +70,14 @@ void PrintTo(const TinyCase& c, std::ostream* os) { *os << c.name; }
 class GgufHfExportTiny : public ::testing::TestWithParam<TinyCase> {};
 
 TEST_P(GgufHfExportTiny, F32RoundTripIsBitExact) {
-  const auto dir = testing::make_temp_dir("fsq-gguf-hf-tiny");
+  const testing::TempDir scratch("fsq-gguf-hf-tiny");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir / "hf", GetParam().spec);
   const fs::path out = export_folder(dir / "hf", GgufRecipe::F32, dir / "tiny.gguf");
   const Checkpoint hf = Checkpoint::open(dir / "hf");
   const Checkpoint imported = Checkpoint::open(out);
   expect_same_tensors(hf, imported);
   expect_same_logits(hf, imported, {1, 7, 3, 60, 12, 12, 5});
-  fs::remove_all(dir);
 }
 
 testing::TinyModelSpec tiny(const char* arch, bool tied, bool bias) {
@@ -100,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(GgufHfExport, Stories260kF32RoundTripAndMetadata) {
   FSQ_REQUIRE_SHARED("models/stories260K/model.safetensors");
-  const auto dir = testing::make_temp_dir("fsq-gguf-hf-stories");
+  const testing::TempDir scratch("fsq-gguf-hf-stories");
+  const auto& dir = scratch.path();
   const fs::path out = export_folder(testing::stories260k_dir(), GgufRecipe::F32, dir / "stories.gguf");
   const Checkpoint hf = Checkpoint::open(testing::stories260k_dir());
   const Checkpoint imported = Checkpoint::open(out);
@@ -132,7 +133,6 @@ TEST(GgufHfExport, Stories260kF32RoundTripAndMetadata) {
   const std::string text = "Once upon a time, there was a little girl named Lily. She liked to play.";
   EXPECT_EQ(load_gguf_tokenizer(*g)->encode_default(text),
             load_tokenizer(testing::stories260k_dir())->encode_default(text));
-  fs::remove_all(dir);
 }
 
 // llama.cpp's converter wrote the SmolLM2 GGUF that fetch-model.sh fetches; fsq's folder
@@ -163,7 +163,8 @@ TEST(GgufHfExport, Smollm2TokenizerKeysMatchLlamaCppsConverter) {
 // block types follow llama-quantize's rules (the tied embedding is the output head).
 TEST(GgufHfExport, Stories260kTypes) {
   FSQ_REQUIRE_SHARED("models/stories260K/model.safetensors");
-  const auto dir = testing::make_temp_dir("fsq-gguf-hf-types");
+  const testing::TempDir scratch("fsq-gguf-hf-types");
+  const auto& dir = scratch.path();
   const Checkpoint hf = Checkpoint::open(testing::stories260k_dir());
   for (GgufRecipe r : {GgufRecipe::F16, GgufRecipe::BF16}) {
     const fs::path out = export_folder(testing::stories260k_dir(), r, dir / "float.gguf");
@@ -200,7 +201,6 @@ TEST(GgufHfExport, Stories260kTypes) {
       }
     }
   }
-  fs::remove_all(dir);
 }
 
 TEST(GgufHfExport, SizeLabelsAsTheConverterRoundsThem) {

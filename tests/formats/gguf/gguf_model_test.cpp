@@ -76,7 +76,8 @@ void expect_same_logits(bool tied) {
   spec.heads = 4;
   spec.kv_heads = 2;
   spec.tied = tied;
-  auto dir = testing::make_temp_dir("fsq-gguf-model");
+  const testing::TempDir scratch("fsq-gguf-model");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, spec);
   auto hf = Checkpoint::open(dir);
   test::TempFile gguf("tiny.gguf");
@@ -92,7 +93,6 @@ void expect_same_logits(bool tied) {
   auto b = LlamaModel::load(imported, RuntimeOptions{});
   at::Tensor ids = at::tensor(std::vector<int64_t>{1, 7, 3, 60, 12, 12, 5}, at::kLong).view({1, -1});
   EXPECT_LE((a->forward(ids) - b->forward(ids)).abs().max().item<double>(), kImportTolerance);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(GgufModel, UntiedImportMatchesSourceCheckpoint) { expect_same_logits(false); }
@@ -102,7 +102,8 @@ TEST(GgufModel, TiedImportMatchesSourceCheckpoint) { expect_same_logits(true); }
 // are refused when the file is opened (convert wrote such folders with exit 0).
 TEST(GgufModel, BlockCountMustMatchTheTensors) {
   testing::TinyModelSpec spec;
-  auto dir = testing::make_temp_dir("fsq-gguf-blocks");
+  const testing::TempDir scratch("fsq-gguf-blocks");
+  const auto& dir = scratch.path();
   testing::write_tiny_model(dir, spec);
   auto hf = Checkpoint::open(dir);
   for (const auto& [count, message] : std::vector<std::pair<int64_t, std::string>>{
@@ -119,7 +120,6 @@ TEST(GgufModel, BlockCountMustMatchTheTensors) {
       EXPECT_NE(std::string(e.what()).find("blocks.gguf"), std::string::npos) << e.what();
     }
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(GgufModel, MissingArchitectureKeyIsNamed) {

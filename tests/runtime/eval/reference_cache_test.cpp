@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "runtime/eval/perplexity.h"
 #include "runtime/eval/reference_cache.h"
+#include "temp_dir.h"
 
 namespace fsq {
 namespace {
@@ -34,17 +35,11 @@ at::Tensor ref_logits(const at::Tensor& ids) {
   return at::cos(ids.to(at::kFloat).unsqueeze(-1) * 0.9f + at::arange(kVocab, at::kFloat) * 0.4f) * 3.0f;
 }
 
-fs::path fresh_dir(const char* name) {
-  fs::path d = fs::temp_directory_path() / (std::string(name) + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 const ReferenceCacheKey kKey{"00ff", "float32", "cpu", "test"};
 
 TEST(ReferenceCache, SecondRunReadsTheSameRowsWithoutTheReference) {
-  fs::path dir = fresh_dir("fsq-refcache");
+  const testing::TempDir scratch("fsq-refcache");
+  const fs::path& dir = scratch.path();
   WindowPlan plan = small_plan();
   ASSERT_GE(plan.windows.size(), 3u);
   int ref_calls = 0;
@@ -73,7 +68,6 @@ TEST(ReferenceCache, SecondRunReadsTheSameRowsWithoutTheReference) {
     EXPECT_EQ(r.compare->agree, direct.compare->agree);
   }
   EXPECT_EQ(fs::file_size(dir / ("ref-" + key + ".f32")), uint64_t(plan.scored_tokens() * kVocab * 4));
-  fs::remove_all(dir);
 }
 
 TEST(ReferenceCache, KeyCoversWeightsWindowsAndRuntime) {
@@ -100,7 +94,8 @@ TEST(ReferenceCache, KeyCoversWeightsWindowsAndRuntime) {
 }
 
 TEST(ReferenceCache, WrongSizedFileIsRefusedNamingIt) {
-  fs::path dir = fresh_dir("fsq-refcache-bad");
+  const testing::TempDir scratch("fsq-refcache-bad");
+  const fs::path& dir = scratch.path();
   const std::string key = std::string(64, 'a');
   { std::ofstream(dir / ("ref-" + key + ".f32"), std::ios::binary) << "short"; }
   try {
@@ -111,11 +106,11 @@ TEST(ReferenceCache, WrongSizedFileIsRefusedNamingIt) {
     EXPECT_NE(std::string(e.what()).find("wrong size"), std::string::npos) << e.what();
   }
   EXPECT_THROW(ReferenceCache(dir / "missing", key, 10, kVocab), Error);
-  fs::remove_all(dir);
 }
 
 TEST(ReferenceCache, InterruptedRunLeavesNoFile) {
-  fs::path dir = fresh_dir("fsq-refcache-int");
+  const testing::TempDir scratch("fsq-refcache-int");
+  const fs::path& dir = scratch.path();
   WindowPlan plan = small_plan();
   int calls = 0;
   LogitsFn ref = ref_logits;
@@ -132,13 +127,13 @@ TEST(ReferenceCache, InterruptedRunLeavesNoFile) {
     EXPECT_THROW(cache.commit(), Error);  // fewer rows than planned
   }
   EXPECT_TRUE(fs::is_empty(dir));
-  fs::remove_all(dir);
 }
 
 // The folder stays within its limit by deleting the least recently used ref-*.f32 files
 // (a touch renews one), never the file the run used and never anything else.
 TEST(ReferenceCache, TrimDeletesLeastRecentlyUsedFilesDownToTheLimit) {
-  const fs::path dir = fresh_dir("fsq-refcache-trim");
+  const testing::TempDir scratch("fsq-refcache-trim");
+  const fs::path& dir = scratch.path();
   const auto make = [&](const std::string& name, size_t bytes, int age_s) {
     const fs::path p = dir / name;
     std::ofstream(p, std::ios::binary) << std::string(bytes, 'x');
@@ -158,7 +153,6 @@ TEST(ReferenceCache, TrimDeletesLeastRecentlyUsedFilesDownToTheLimit) {
   EXPECT_FALSE(fs::exists(d));
   EXPECT_TRUE(fs::exists(other)) << "not a cache file";
   EXPECT_EQ(trim_reference_cache(dir, 250, a).files, 0);  // within the limit already
-  fs::remove_all(dir);
 }
 
 }  // namespace

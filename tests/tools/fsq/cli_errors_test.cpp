@@ -29,7 +29,8 @@ using testing::read_file;
 using testing::write_file;
 
 TEST(CliErrors, MissingModelDirectory) {
-  fs::path dir = make_temp_dir("fsq-cli-nomodel");
+  const TempDir scratch("fsq-cli-nomodel");
+  const fs::path& dir = scratch.path();
   write_file(dir / "d.txt", "hello world");
   RunResult r = run_fsq({"eval", "--model", (dir / "absent").string(), "--data", (dir / "d.txt").string()});
   expect_one_line_error(r, "absent");
@@ -37,14 +38,13 @@ TEST(CliErrors, MissingModelDirectory) {
   RunResult none = run_fsq({"eval", "--data", (dir / "d.txt").string()});
   expect_one_line_error(none, "--model");
   EXPECT_EQ(none.exit_code, kUsageError);
-  fs::remove_all(dir);
 }
 
 TEST(CliErrors, UnknownSubcommandAndOption) {
   expect_one_line_error(run_fsq({"frobnicate"}), "");
-  fs::path dir = make_temp_dir("fsq-cli-opt");
+  const TempDir scratch("fsq-cli-opt");
+  const fs::path& dir = scratch.path();
   expect_one_line_error(run_fsq({"eval", "--model", dir.string(), "--no-such-option"}), "--no-such-option");
-  fs::remove_all(dir);
   expect_one_line_error(run_fsq({}), "");
 }
 
@@ -52,7 +52,8 @@ TEST(CliErrors, UnknownSubcommandAndOption) {
 // perplexity 6e10 with exit 0); the same for calibration data.
 TEST(CliErrors, BinaryDataIsRefusedAsText) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = make_temp_dir("fsq-cli-binary");
+  const TempDir scratch("fsq-cli-binary");
+  const fs::path& dir = scratch.path();
   write_file(dir / "binary.txt", std::string("Once upon\0\x01\x02 a time", 19));
   write_file(dir / "latin1.txt", "caf\xe9 au lait");
   RunResult nul = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", (dir / "binary.txt").string(),
@@ -67,13 +68,13 @@ TEST(CliErrors, BinaryDataIsRefusedAsText) {
   expect_one_line_error(weights, "model.safetensors");
   EXPECT_FALSE(fs::exists(dir / "r.json"));
   EXPECT_FALSE(fs::exists(dir / "c.safetensors"));
-  fs::remove_all(dir);
 }
 
 // A NaN in a weight fails eval and quantize naming the tensor, unless eval --allow-nonfinite.
 TEST(CliErrors, NonFiniteWeightIsRefusedNamingTheTensor) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-nan-weight");
+  const TempDir scratch("fsq-cli-nan-weight");
+  const fs::path& dir = scratch.path();
   const fs::path model = dir / "model";
   fs::create_directories(model);
   for (const auto& e : fs::directory_iterator(stories260k_dir())) fs::copy(e.path(), model / e.path().filename());
@@ -96,7 +97,6 @@ TEST(CliErrors, NonFiniteWeightIsRefusedNamingTheTensor) {
   allowed.push_back("--allow-nonfinite");
   RunResult ran = run_fsq(allowed);
   EXPECT_EQ(ran.exit_code, 0) << ran.err;
-  fs::remove_all(dir);
 }
 
 TEST(CliErrors, BadProtocolAndSeqLen) {
@@ -116,7 +116,8 @@ TEST(CliErrors, BadProtocolAndSeqLen) {
 
 TEST(CliErrors, DataFileMissingEmptyOrTooShort) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = make_temp_dir("fsq-cli-data");
+  const TempDir scratch("fsq-cli-data");
+  const fs::path& dir = scratch.path();
   auto eval = [&](const fs::path& data) {
     return run_fsq({"eval", "--model", stories260k_dir().string(), "--data", data.string(), "--no-speed",
                     "--seq-len", "256", "--json", (dir / "r.json").string()});
@@ -131,12 +132,12 @@ TEST(CliErrors, DataFileMissingEmptyOrTooShort) {
   size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   EXPECT_EQ(entries, 2u);
-  fs::remove_all(dir);
 }
 
 TEST(CliErrors, CorruptWeightsFile) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = make_temp_dir("fsq-cli-corrupt");
+  const TempDir scratch("fsq-cli-corrupt");
+  const fs::path& dir = scratch.path();
   fs::path model = dir / "model";
   fs::create_directories(model);
   copy_model_side_files(model);
@@ -158,7 +159,6 @@ TEST(CliErrors, CorruptWeightsFile) {
     write_file(model / "model.safetensors", bytes.substr(0, bytes.size() / 2));
   }
   expect_one_line_error(run_fsq({"eval", "--model", model.string(), "--speed-only"}), "model.safetensors");
-  fs::remove_all(dir);
 }
 
 // stories260K's weights plus `extra` tensors (4 floats each) in `model`.
@@ -176,7 +176,8 @@ void write_with_extra_tensors(const fs::path& model, const std::vector<std::stri
 
 TEST(CliErrors, TensorsTheModelDoesNotReadAreRefused) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-unused");
+  const TempDir scratch("fsq-cli-unused");
+  const fs::path& dir = scratch.path();
   const std::string rotary = "model.layers.0.self_attn.rotary_emb.inv_freq";
   const std::string stray = "model.layers.4.mlp.gate_proj.lora_A.weight";
 
@@ -209,14 +210,14 @@ TEST(CliErrors, TensorsTheModelDoesNotReadAreRefused) {
   RunResult shown = run_fsq({"inspect", model.string()});
   ASSERT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_NE(shown.out.find("unused      " + stray), std::string::npos) << shown.out;
-  fs::remove_all(dir);
 }
 
 // A tokenizer.json with a huge id (once a std::bad_alloc) or a BPE without merges (once
 // tokenized character by character with exit 0): one line naming the file, nothing written.
 TEST(CliErrors, MalformedTokenizerJsonIsRefusedNamingTheFile) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-badtok");
+  const TempDir scratch("fsq-cli-badtok");
+  const fs::path& dir = scratch.path();
   const fs::path model = dir / "model";
   fs::create_directories(model);
   copy_model_side_files(model);
@@ -262,7 +263,6 @@ TEST(CliErrors, MalformedTokenizerJsonIsRefusedNamingTheFile) {
   expect_one_line_error(run_fsq({"eval", "--model", model.string(), "--data", tinystories_val().string(),
                                  "--no-speed", "--max-windows", "1"}),
                         (model / "config.json").string() + ": bos_token_id 4000000000 is not a token");
-  fs::remove_all(dir);
 }
 
 TEST(CliErrors, JsonIntoMissingFolderFailsBeforeWork) {
@@ -274,7 +274,8 @@ TEST(CliErrors, JsonIntoMissingFolderFailsBeforeWork) {
 
 TEST(CliErrors, CompareWithDifferentVocabulary) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = make_temp_dir("fsq-cli-othertok");
+  const TempDir scratch("fsq-cli-othertok");
+  const fs::path& dir = scratch.path();
   fs::path other = dir / "model";
   fs::create_directories(other);
   for (const char* f : {"config.json", "model.safetensors", "tokenizer_config.json", "special_tokens_map.json"})
@@ -284,7 +285,6 @@ TEST(CliErrors, CompareWithDifferentVocabulary) {
   RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--compare", other.string(), "--data",
                          tinystories_val().string(), "--max-windows", "1", "--no-speed"});
   expect_one_line_error(r, "tokenizer");
-  fs::remove_all(dir);
 }
 
 // --device cuda on stories260K, whose 172-wide MLP rows the CUDA GEMVs do not take: fsq's
@@ -308,12 +308,12 @@ TEST(CliErrors, GenerateAndEvalOnCudaSayWhyTheyCannot) {
     EXPECT_NE(r.err.find("multiples of 8"), std::string::npos) << r.err;
     expect_one_line_error(run_fsq(on_cuda1), "--device cuda:1");
     // fsq eval decides the same way, after loading and before measuring anything.
-    const fs::path dir = make_temp_dir("fsq-cli-eval-cuda");
+    const TempDir scratch("fsq-cli-eval-cuda");
+    const fs::path& dir = scratch.path();
     const RunResult eval = run_fsq({"eval", "--model", stories260k_dir().string(), "--speed-only", "--device", "cuda",
                                     "--json", (dir / "r.json").string()});
     expect_one_line_error(eval, "fsq's CUDA decoder cannot run this model");
     EXPECT_FALSE(fs::exists(dir / "r.json"));
-    fs::remove_all(dir);
   }
 }
 

@@ -34,7 +34,7 @@ class CliInputs : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(stories260k_dir() / "model.safetensors")) return;
-    dir_ = make_temp_dir("fsq-cli-inputs");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-inputs");
   }
   // A 4-bit rtn checkpoint (for export --plan) and a profile (fsq profile), made when a test needs them.
   static void need_w4() {

@@ -121,7 +121,7 @@ class CliOneWriter : public ::testing::Test {
  protected:
   void SetUp() override {
     FSQ_REQUIRE_STORIES260K();
-    dir_ = make_temp_dir("fsq-cli-one-writer");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-one-writer");
     text_ = dir_ / "calib.txt";
     testing::write_file(text_, testing::tail_of(tinystories_val(), 200'000));
     fs::create_directories(dir_ / "logs");

@@ -21,7 +21,7 @@ class CliOutputs : public ::testing::Test {
  protected:
   void SetUp() override {
     FSQ_REQUIRE_STORIES260K();
-    dir_ = make_temp_dir("fsq-cli-outputs");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-outputs");
     model_ = dir_ / "model";
     fs::copy(stories260k_dir(), model_, fs::copy_options::recursive);
     text_ = dir_ / "text.txt";
@@ -55,16 +55,17 @@ TEST_F(CliOutputs, EvalJsonOntoTheWeightsTheTextOrIntoTheModelFolderIsRefused) {
   expect_refused(run_fsq(eval_args(text_)), "--json", "same file");
   expect_refused(run_fsq(eval_args(model_ / "report.json")), "--json", "inside the input folder");
   // Through a symbolic link the target is still the text.
-  const fs::path link = make_temp_dir("fsq-cli-outputs-link") / "report.json";
+  const TempDir link_dir("fsq-cli-outputs-link");
+  const fs::path link = link_dir / "report.json";
   fs::create_symlink(text_, link);
   auto with_force = eval_args(link);
   with_force.push_back("--force");
   expect_refused(run_fsq(with_force), "--json", "same file");
-  fs::remove_all(link.parent_path());
 }
 
 TEST_F(CliOutputs, ExistingFileNeedsForceAndIsThenReplaced) {
-  const fs::path report = make_temp_dir("fsq-cli-outputs-report") / "report.json";
+  const TempDir report_dir("fsq-cli-outputs-report");
+  const fs::path report = report_dir / "report.json";
   write_file(report, "keep me");
   RunResult refused = run_fsq(eval_args(report));
   EXPECT_GT(refused.exit_code, 0);
@@ -76,7 +77,6 @@ TEST_F(CliOutputs, ExistingFileNeedsForceAndIsThenReplaced) {
   RunResult replaced = run_fsq(args);
   EXPECT_EQ(replaced.exit_code, 0) << replaced.err;
   EXPECT_TRUE(read_json(report).contains("perplexity"));
-  fs::remove_all(report.parent_path());
 }
 
 TEST_F(CliOutputs, InspectCalibrateAndQuantizeRefuseOutputsOnTheirInputs) {

@@ -61,6 +61,7 @@ TEST(CliStaging, EvalInterruptedExits143AndSaysNothingWasWritten) {
                                "--threads", "1", "--progress", "off", "--json", json.string()},
                               dir / "stdout", dir / "stderr");
   ASSERT_GT(pid, 0);
+  const KillIfRunning guard(pid);
   // Signal as soon as fsq handles signals: the whole-file eval with speed takes far longer.
   const auto start = std::chrono::steady_clock::now();
   while (!catches_interrupts(pid) && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))

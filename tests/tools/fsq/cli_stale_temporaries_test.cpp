@@ -22,7 +22,7 @@ class CliStaleTemporaries : public ::testing::Test {
  protected:
   void SetUp() override {
     FSQ_REQUIRE_STORIES260K();
-    dir_ = make_temp_dir("fsq-cli-stale-temporaries");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-stale-temporaries");
   }
   void TearDown() override {
     if (pid_ > 0) {

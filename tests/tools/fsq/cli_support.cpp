@@ -27,7 +27,8 @@ std::string quote(const std::string& s) {
 }  // namespace
 
 RunResult run_fsq(const std::vector<std::string>& args) {
-  fs::path dir = make_temp_dir("fsq-cli-run");
+  const TempDir scratch("fsq-cli-run");
+  const fs::path& dir = scratch.path();
   std::string cmd = quote(FSQ_BINARY);
   for (const auto& a : args) cmd.append(" ").append(quote(a));
   cmd.append(" >").append(quote((dir / "out").string()));
@@ -38,7 +39,6 @@ RunResult run_fsq(const std::vector<std::string>& args) {
   if (WIFEXITED(status) && WEXITSTATUS(status) < 128) r.exit_code = WEXITSTATUS(status);
   r.out = testing::read_file(dir / "out");
   r.err = testing::read_file(dir / "err");
-  fs::remove_all(dir);
   return r;
 }
 
@@ -67,6 +67,13 @@ std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return std::nullopt;
+}
+
+KillIfRunning::~KillIfRunning() {
+  // 0: still running. The pid pid_ has once it is reaped is no child of ours (ECHILD).
+  if (pid_ <= 0 || ::waitpid(pid_, nullptr, WNOHANG) != 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
 }
 
 bool catches_interrupts(pid_t pid) {

@@ -31,6 +31,19 @@ pid_t spawn_fsq(const std::vector<std::string>& args, const std::filesystem::pat
                 const std::filesystem::path& err);
 // The wait status of `pid` once it exits; nullopt when it is still running after `limit`.
 std::optional<int> wait_for_exit(pid_t pid, std::chrono::milliseconds limit);
+// SIGKILLs and reaps a spawned child that is still running when this goes out of scope, so
+// that a test failing between spawn_fsq and the child's exit leaves no fsq behind it (still
+// writing into a scratch folder being removed). A child already reaped is left alone.
+class KillIfRunning {
+ public:
+  explicit KillIfRunning(pid_t pid) : pid_(pid) {}
+  ~KillIfRunning();
+  KillIfRunning(const KillIfRunning&) = delete;
+  KillIfRunning& operator=(const KillIfRunning&) = delete;
+
+ private:
+  pid_t pid_;
+};
 // True when `pid` catches SIGINT and SIGTERM: fsq's interrupt handling is in place, so a
 // signal sent now is handled, not fatal (see tools/fsq/interrupt.h).
 bool catches_interrupts(pid_t pid);
@@ -41,7 +54,8 @@ std::string staging_paths_below(const std::filesystem::path& dir);
 inline constexpr int kStoriesLayers = 5;
 int saved_layer_files(const std::filesystem::path& partial);
 
-using testing::make_temp_dir;
+using testing::make_temp_dir_caller_removes;
+using testing::TempDir;
 using testing::stories260k_dir;
 using testing::tinystories_val;
 using testing::wikitext_test;

@@ -27,7 +27,8 @@ std::vector<std::string> calibrate_args(const fs::path& out, const std::vector<s
 
 TEST(CliCalibrate, FisherRunOnStories260KIsSaneAndInspectable) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = make_temp_dir("fsq-cli-calib");
+  const TempDir scratch("fsq-cli-calib");
+  const fs::path& dir = scratch.path();
   fs::path out = dir / "calib.safetensors";
   RunResult r = run_fsq(calibrate_args(out, {"--samples", "128", "--seq-len", "256", "--fisher", "--json",
                                              (dir / "summary.json").string()}));
@@ -78,12 +79,12 @@ TEST(CliCalibrate, FisherRunOnStories260KIsSaneAndInspectable) {
     for (const auto& [name, g] : layer["groups"].items()) EXPECT_GE(g["outlier_ratio"].get<double>(), 1.0) << name;
     EXPECT_EQ(layer["fisher"].size(), 7u);
   }
-  fs::remove_all(dir);
 }
 
 TEST(CliCalibrate, SameSeedSameBytesOtherSeedOtherWindows) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = make_temp_dir("fsq-cli-calib-seed");
+  const TempDir scratch("fsq-cli-calib-seed");
+  const fs::path& dir = scratch.path();
   const std::vector<std::string> small = {"--samples", "16", "--seq-len", "64", "--fisher", "--batch-size", "5"};
   auto with_seed = [&](const std::string& seed) { auto a = small; a.insert(a.end(), {"--seed", seed}); return a; };
   ASSERT_EQ(run_fsq(calibrate_args(dir / "a.safetensors", with_seed("7"))).exit_code, 0);
@@ -94,7 +95,6 @@ TEST(CliCalibrate, SameSeedSameBytesOtherSeedOtherWindows) {
   auto starts = [&](const char* f) { return CalibrationFile::open(dir / f).provenance()["window_starts"]; };
   EXPECT_EQ(starts("a.safetensors").size(), 16u);
   EXPECT_NE(starts("a.safetensors"), starts("c.safetensors"));
-  fs::remove_all(dir);
 }
 
 void expect_clean_failure(const RunResult& r, const fs::path& out, const std::string& mentions) {
@@ -108,7 +108,8 @@ void expect_clean_failure(const RunResult& r, const fs::path& out, const std::st
 
 TEST(CliCalibrate, BadInputsFailCleanly) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = make_temp_dir("fsq-cli-calib-bad");
+  const TempDir scratch("fsq-cli-calib-bad");
+  const fs::path& dir = scratch.path();
   fs::path out = dir / "out.safetensors";
   std::ofstream(dir / "empty.txt").close();
   std::ofstream(dir / "short.txt") << "Once upon a time.";
@@ -126,7 +127,6 @@ TEST(CliCalibrate, BadInputsFailCleanly) {
   EXPECT_GT(unwritable.exit_code, 0);
   EXPECT_EQ(lines(unwritable.err), 1u) << unwritable.err;
   EXPECT_NE(unwritable.err.find("/proc/fsq-calib.safetensors"), std::string::npos) << unwritable.err;
-  fs::remove_all(dir);
 }
 
 // 600 bytes of TinyStories (a few hundred tokens) cannot fill 8 windows of 64 tokens without
@@ -134,7 +134,8 @@ TEST(CliCalibrate, BadInputsFailCleanly) {
 // a one-line note on stderr, the same bytes as before the check existed.
 TEST(CliCalibrate, TextTooShortForTheWindowsIsRefusedUnlessAllowOverlap) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-calib-overlap");
+  const TempDir scratch("fsq-cli-calib-overlap");
+  const fs::path& dir = scratch.path();
   const fs::path data = dir / "short.txt", out = dir / "calib.safetensors", json = dir / "calib.json";
   testing::write_file(data, testing::tail_of(tinystories_val(), 600));
   auto with_data = [&](std::vector<std::string> extra) {
@@ -157,7 +158,6 @@ TEST(CliCalibrate, TextTooShortForTheWindowsIsRefusedUnlessAllowOverlap) {
   EXPECT_NE(ok.err.find("windows overlap (--allow-overlap)"), std::string::npos) << ok.err;
   EXPECT_TRUE(fs::exists(out));
   EXPECT_EQ(CalibrationFile::open(out).provenance()["window_starts"].size(), 8u);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ constexpr double kSamePerplexity = 1e-9;  // f32 weights both ways: only roundin
 TEST(CliGguf, ConvertThenEvalMatchesEvalOnGguf) {
   FSQ_REQUIRE_SMOLLM2();
   const fs::path gguf = testing::smollm2_gguf();
-  const fs::path dir = make_temp_dir("fsq-cli-gguf-convert");
+  const TempDir scratch("fsq-cli-gguf-convert");
+  const fs::path& dir = scratch.path();
   const fs::path out = dir / "smollm2-hf";
   RunResult conv = run_fsq({"convert", "--from", "gguf", gguf.string(), "--out", out.string(), "--dtype", "f32"});
   ASSERT_EQ(conv.exit_code, 0) << conv.err;
@@ -39,12 +40,12 @@ TEST(CliGguf, ConvertThenEvalMatchesEvalOnGguf) {
   EXPECT_NEAR(ppl_a, ppl_b, kSamePerplexity * ppl_a);
   EXPECT_EQ(a["perplexity"]["scored_tokens"], b["perplexity"]["scored_tokens"]);
   EXPECT_GT(ppl_a, 1.0);
-  fs::remove_all(dir);
 }
 
 TEST(CliGguf, ConvertRefusesNonEmptyOutputAndLeavesNothing) {
   FSQ_REQUIRE_SMOLLM2();
-  const fs::path dir = make_temp_dir("fsq-cli-gguf-convert-busy");
+  const TempDir scratch("fsq-cli-gguf-convert-busy");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "busy");
   std::ofstream(dir / "busy" / "keep.txt") << "x";
   RunResult r = run_fsq({"convert", "--from", "gguf", testing::smollm2_gguf().string(), "--out", (dir / "busy").string()});
@@ -54,7 +55,6 @@ TEST(CliGguf, ConvertRefusesNonEmptyOutputAndLeavesNothing) {
   size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   EXPECT_EQ(entries, 1u);  // no staging folder left beside it
-  fs::remove_all(dir);
 }
 
 TEST(CliGguf, InspectShowsStoredTypesAndConfig) {

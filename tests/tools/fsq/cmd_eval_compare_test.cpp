@@ -26,9 +26,11 @@ constexpr const char* kPerturbed = "model.layers.2.mlp.down_proj.weight";
 constexpr int kWindows = 6;
 constexpr int64_t kSeqLen = 256;
 
-// Copy of stories260K with `kPerturbed` changed by a deterministic pattern.
-fs::path write_perturbed_copy() {
-  fs::path dir = make_temp_dir("fsq-cli-perturbed");
+// Copy of stories260K with `kPerturbed` changed by a deterministic pattern, in its own
+// scratch folder.
+TempDir write_perturbed_copy() {
+  TempDir scratch("fsq-cli-perturbed");
+  const fs::path& dir = scratch.path();
   copy_model_side_files(dir);
   auto src = SafetensorsFile::open(stories260k_dir() / "model.safetensors");
   std::vector<std::vector<std::byte>> storage;
@@ -44,7 +46,7 @@ fs::path write_perturbed_copy() {
     out.push_back({t.name, t.dtype, t.shape, storage.back()});
   }
   write_safetensors(dir / "model.safetensors", out, src->metadata());
-  return dir;
+  return scratch;
 }
 
 // KL(P_ref || P_model) per scored token of bos-window windows, computed here in double.
@@ -104,7 +106,8 @@ std::vector<std::string> compare_args(const fs::path& model, const fs::path& ref
 
 TEST(CliCompare, SelfComparisonIsExact) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path dir = make_temp_dir("fsq-cli-self");
+  const TempDir scratch("fsq-cli-self");
+  const fs::path& dir = scratch.path();
   RunResult r = run_fsq(compare_args(stories260k_dir(), stories260k_dir(), dir / "r.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = read_json(dir / "r.json");
@@ -112,13 +115,14 @@ TEST(CliCompare, SelfComparisonIsExact) {
   EXPECT_LE(std::abs(j["compare"]["p99_kl"].get<double>()), kSelfKlMax);
   EXPECT_EQ(j["compare"]["top1_agreement"].get<double>(), 1.0);
   EXPECT_EQ(j["compare"]["ppl_delta"].get<double>(), 0.0);
-  fs::remove_all(dir);
 }
 
 TEST(CliCompare, PerturbedCopyMatchesIndependentKl) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path copy = write_perturbed_copy();
-  fs::path dir = make_temp_dir("fsq-cli-cmp");
+  const TempDir copy_scratch = write_perturbed_copy();
+  const fs::path& copy = copy_scratch.path();
+  const TempDir scratch("fsq-cli-cmp");
+  const fs::path& dir = scratch.path();
   RunResult r = run_fsq(compare_args(copy, stories260k_dir(), dir / "r.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = read_json(dir / "r.json");
@@ -132,16 +136,16 @@ TEST(CliCompare, PerturbedCopyMatchesIndependentKl) {
   EXPECT_NEAR(c["top1_agreement"].get<double>(), d.agreement, 1.0 / double(d.tokens) + 1e-12);
   EXPECT_GE(c["p99_kl"].get<double>(), kl);
   EXPECT_EQ(c["tokenizer_match"], "identical tokenizer file");
-  fs::remove_all(dir);
-  fs::remove_all(copy);
 }
 
 // --reference-cache: the first run computes and saves the reference rows, the second reads
 // them and reports the very same numbers (the rows are the reference's own float32 logits).
 TEST(CliCompare, ReferenceCacheSecondRunReadsTheRowsAndMatchesExactly) {
   FSQ_REQUIRE_STORIES260K();
-  fs::path copy = write_perturbed_copy();
-  fs::path dir = make_temp_dir("fsq-cli-refcache");
+  const TempDir copy_scratch = write_perturbed_copy();
+  const fs::path& copy = copy_scratch.path();
+  const TempDir scratch("fsq-cli-refcache");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "cache");
   std::vector<nlohmann::json> runs;
   for (const char* name : {"a.json", "b.json"}) {
@@ -169,8 +173,6 @@ TEST(CliCompare, ReferenceCacheSecondRunReadsTheRowsAndMatchesExactly) {
                            "--reference-cache", (dir / "cache").string(), "--no-speed"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--reference-cache"), std::string::npos) << bad.err;
-  fs::remove_all(dir);
-  fs::remove_all(copy);
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ constexpr const char* kGreedyText =
 // One thread: OpenMP threads on a machine busy with other work slow this tiny model 10x.
 TEST(CliEval, BosWindowPerplexityMatchesManifest) {
   FSQ_REQUIRE_STORIES260K();
-  auto dir = make_temp_dir("fsq-cli-ppl");
+  const TempDir scratch("fsq-cli-ppl");
+  const auto& dir = scratch.path();
   auto json = dir / "report.json";
   RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
                          "--protocol", "bos-window", "--seq-len", "256", "--no-speed", "--progress",
@@ -43,12 +44,12 @@ TEST(CliEval, BosWindowPerplexityMatchesManifest) {
             "fec6aa960a1fb3ebf71d26f9b0e486afcbd76c34cf0fbfb93e21126ca9f778d3");
   EXPECT_FALSE(j.contains("speed"));
   EXPECT_NE(r.out.find("perplexity"), std::string::npos) << r.out;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CliEval, DefaultProtocolIsGptqCappedAtModelMaximum) {
   FSQ_REQUIRE_STORIES260K();
-  auto dir = make_temp_dir("fsq-cli-gptq");
+  const TempDir scratch("fsq-cli-gptq");
+  const auto& dir = scratch.path();
   auto json = dir / "r.json";
   RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
                          "--max-windows", "4", "--no-speed", "--progress", "off", "--json", json.string()});
@@ -60,12 +61,12 @@ TEST(CliEval, DefaultProtocolIsGptqCappedAtModelMaximum) {
   EXPECT_EQ(j["perplexity"]["scored_tokens"], 4 * 511);
   // add_bos_token is true for stories260K: GPTQ stream = BOS + text.
   EXPECT_EQ(j["perplexity"]["total_windows"], (kManifestFileTokens + 1) / 512);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CliEval, SpeedOnlyReportsAllMeasurements) {
   FSQ_REQUIRE_STORIES260K();
-  auto dir = make_temp_dir("fsq-cli-speed");
+  const TempDir scratch("fsq-cli-speed");
+  const auto& dir = scratch.path();
   auto json = dir / "r.json";
   RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--speed-only", "--json", json.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -86,14 +87,14 @@ TEST(CliEval, SpeedOnlyReportsAllMeasurements) {
   EXPECT_GT(j["weight_memory"]["mapped_bytes"].get<int64_t>(), 0);
   const std::string thp = j["weight_memory"]["transparent_huge_pages"].get<std::string>();
   EXPECT_TRUE(thp == "always" || thp == "madvise" || thp == "never" || thp == "unavailable") << thp;
-  std::filesystem::remove_all(dir);
 }
 
 // fsq re-executes itself with briefly spinning, then sleeping, idle workers
 // (tools/fsq/wait_policy.h) unless the user chose: the report states what the run used.
 TEST(CliEval, IdleWorkersSleepUnlessTheUserChoseOtherwise) {
   FSQ_REQUIRE_STORIES260K();
-  const std::filesystem::path dir = make_temp_dir("fsq-cli-waits");
+  const TempDir scratch("fsq-cli-waits");
+  const std::filesystem::path& dir = scratch.path();
   auto waits = [&](const char* omp) {
     unsetenv("OPENBLAS_THREAD_TIMEOUT");
     unsetenv("GOMP_SPINCOUNT");
@@ -109,14 +110,14 @@ TEST(CliEval, IdleWorkersSleepUnlessTheUserChoseOtherwise) {
   EXPECT_EQ(waits(nullptr), "OMP_WAIT_POLICY unset GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=4");
   // The user's policy stands: GOMP_SPINCOUNT would override it.
   EXPECT_EQ(waits("ACTIVE"), "OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT unset OPENBLAS_THREAD_TIMEOUT=4");
-  std::filesystem::remove_all(dir);
 }
 
 // The report says which decode path ran: the fast one for an f32 model, ATen (and why) for
 // bf16 compute.
 TEST(CliEval, ReportSaysWhichDecodePathRan) {
   FSQ_REQUIRE_STORIES260K();
-  const std::filesystem::path dir = make_temp_dir("fsq-cli-decode-path");
+  const TempDir scratch("fsq-cli-decode-path");
+  const std::filesystem::path& dir = scratch.path();
   auto path_of = [&](const char* dtype) {
     RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--data", tinystories_val().string(),
                            "--seq-len", "64", "--max-windows", "1", "--no-speed", "--threads", "1", "--dtype", dtype,
@@ -127,7 +128,6 @@ TEST(CliEval, ReportSaysWhichDecodePathRan) {
   };
   EXPECT_EQ(path_of("f32").rfind("fast path", 0), 0u);
   EXPECT_EQ(path_of("bf16"), "aten: the compute dtype is not f32");
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CliGenerate, GreedyMatchesManifest) {

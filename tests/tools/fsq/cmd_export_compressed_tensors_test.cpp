@@ -19,7 +19,7 @@ class CliExportCompressedTensors : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(stories260k_dir())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
-    dir_ = make_temp_dir("fsq-cli-export-ct");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-export-ct");
     const std::string model = stories260k_dir().string();
     quantize_ok({"--method", "rtn", "--bits", "4", "--group-size", "32", "--out", (dir_ / "w4").string()});
     // Layers 0-1 at 8 bits, 2-4 at 4: the widths fsq quantize --plan gives them.

@@ -57,7 +57,8 @@ double final_ppl(const std::string& log) {
 TEST(CliExportGguf, LlamaCppDecodesFsqsBlocksToFsqsWeights) {
   FSQ_REQUIRE_SMOLLM2();
   FSQ_REQUIRE_LLAMA_CPP();
-  const fs::path dir = make_temp_dir("fsq-cli-export-gguf");
+  const TempDir scratch("fsq-cli-export-gguf");
+  const fs::path& dir = scratch.path();
   const fs::path out = dir / "smollm2-q4_k_m.gguf", f32 = dir / "llama-decoded-f32.gguf";
   RunResult exp = run_fsq({"export", "--format", "gguf", "--type", "Q4_K", "--threads", "1", "--progress", "off",
                            testing::smollm2_gguf().string(), out.string()});
@@ -92,7 +93,8 @@ TEST(CliExportGguf, LlamaCppDecodesFsqsBlocksToFsqsWeights) {
 
 TEST(CliExportGguf, RefusesBadRequestsBeforeWriting) {
   FSQ_REQUIRE_SMOLLM2();
-  const fs::path dir = make_temp_dir("fsq-cli-export-gguf-bad");
+  const TempDir scratch("fsq-cli-export-gguf-bad");
+  const fs::path& dir = scratch.path();
   const fs::path out = dir / "out.gguf";
   auto refused = [&](const std::vector<std::string>& extra, const std::string& says) {
     std::vector<std::string> args = {"export", "--format", "gguf", "--progress", "off"};
@@ -154,7 +156,8 @@ double fsq_ppl(const fs::path& model, int ctx, const fs::path& json) {
 }
 
 void expect_llama_cpp_agrees_on_folder(const fs::path& folder, const std::string& type, int ctx) {
-  const fs::path dir = make_temp_dir("fsq-cli-export-gguf-hf");
+  const TempDir scratch("fsq-cli-export-gguf-hf");
+  const fs::path& dir = scratch.path();
   const fs::path out = dir / ("model-" + type + ".gguf");
   RunResult exp = run_fsq({"export", "--format", "gguf", "--type", type, "--threads", "2", "--progress", "off",
                            folder.string(), out.string()});
@@ -183,7 +186,8 @@ TEST(CliExportGguf, LlamaCppRunsSmollm2FolderExport) {
 // the packed checkpoint itself (fsq's dequantization: Q4_0 exactly; Q4_1 up to m's fp16
 // rounding, which the export notes).
 void expect_llama_cpp_decodes_packed(const std::vector<std::string>& grid, const std::string& label) {
-  const fs::path dir = make_temp_dir("fsq-cli-export-gguf-packed");
+  const TempDir scratch("fsq-cli-export-gguf-packed");
+  const fs::path& dir = scratch.path();
   const fs::path packed = dir / "packed", out = dir / "packed.gguf", f32 = dir / "llama-decoded-f32.gguf";
   std::vector<std::string> quantize = {"quantize", "--method", "rtn", "--group-size", "32", "--head-bits", "16",
                                        "--model", testing::smollm2_hf().string(), "--out", packed.string(),
@@ -222,7 +226,8 @@ TEST(CliExportGguf, LlamaCppDecodesPackedQ4_1ToFsqsWeights) {
 
 TEST(CliExportGguf, RefusesAPackedGridLlamaCppHasNot) {
   FSQ_REQUIRE_SHARED("models/stories260K/model.safetensors");
-  const fs::path dir = make_temp_dir("fsq-cli-export-gguf-grid");
+  const TempDir scratch("fsq-cli-export-gguf-grid");
+  const fs::path& dir = scratch.path();
   RunResult q = run_fsq({"quantize", "--method", "rtn", "--bits", "4", "--group-size", "64", "--model",
                          testing::stories260k_dir().string(), "--out", (dir / "packed").string(), "--progress", "off"});
   ASSERT_EQ(q.exit_code, 0) << q.err;
@@ -236,7 +241,8 @@ TEST(CliExportGguf, RefusesAPackedGridLlamaCppHasNot) {
 }
 
 TEST(CliExportGguf, RefusesAFolderItCannotRead) {
-  const fs::path dir = make_temp_dir("fsq-cli-export-gguf-folder");
+  const TempDir scratch("fsq-cli-export-gguf-folder");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "empty");
   RunResult r = run_fsq({"export", "--format", "gguf", "--type", "F16", "--progress", "off", (dir / "empty").string(),
                          (dir / "out.gguf").string()});

@@ -19,7 +19,7 @@ class CliPlanInputs : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(stories260k_dir() / "model.safetensors")) return;
-    dir_ = make_temp_dir("fsq-cli-plan-inputs");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-plan-inputs");
     testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), 200'000));
     RunResult r = run_fsq({"calibrate", "--model", stories260k_dir().string(), "--data", (dir_ / "calib.txt").string(),
                            "--samples", "8", "--seq-len", "128", "--threads", "1", "--progress", "off", "--out",

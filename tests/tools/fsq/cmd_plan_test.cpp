@@ -24,7 +24,8 @@ constexpr const char* kPaperCluster =
     R"({"devices": [{"type": "T4-16G", "count": 3, "node": "a"}, {"type": "V100-32G", "node": "b"}]})";
 
 TEST(CliPlan, PaperClusterPlanBeatsOrMatchesBothBaselines) {
-  fs::path dir = make_temp_dir("fsq-cli-plan");
+  const TempDir scratch("fsq-cli-plan");
+  const fs::path& dir = scratch.path();
   write_file(dir / "cluster.json", kPaperCluster);
   RunResult r = run_fsq({"plan", "--preset", "opt-30b", "--cluster", (dir / "cluster.json").string(), "--prompt-len", "512",
                          "--new-tokens", "100", "--batch", "32", "--out", (dir / "plan.json").string()});
@@ -48,11 +49,11 @@ TEST(CliPlan, PaperClusterPlanBeatsOrMatchesBothBaselines) {
                              (dir / "plan.json").string()});
   EXPECT_NE(again.exit_code, 0);
   EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
-  fs::remove_all(dir);
 }
 
 TEST(CliPlan, ModelFolderOnOneGpuWithTargetBits) {
-  fs::path dir = make_temp_dir("fsq-cli-plan-model");
+  const TempDir scratch("fsq-cli-plan-model");
+  const fs::path& dir = scratch.path();
   write_file(dir / "config.json",
              R"({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "intermediate_size": 11008,
                  "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32000})");
@@ -63,11 +64,11 @@ TEST(CliPlan, ModelFolderOnOneGpuWithTargetBits) {
   EXPECT_LE(j["plan"]["avg_bits"].get<double>(), 3.5 + 1e-9);
   EXPECT_EQ(j["plan"]["bits_per_layer"].size(), 32u);
   EXPECT_EQ(j["cluster"], "1x L4");
-  fs::remove_all(dir);
 }
 
 TEST(CliPlan, ImpossibleRequestsGetOneLine) {
-  fs::path dir = make_temp_dir("fsq-cli-plan-errors");
+  const TempDir scratch("fsq-cli-plan-errors");
+  const fs::path& dir = scratch.path();
   write_file(dir / "bad.json", R"({"devices": [{"type": "T4-16G"}, {"type": "Z9000"}]})");
   expect_plan_error(run_fsq({"plan", "--preset", "opt-13b", "--cluster", (dir / "bad.json").string()}),
                         (dir / "bad.json").string() + ": devices[1]: unknown GPU type 'Z9000'");
@@ -80,7 +81,6 @@ TEST(CliPlan, ImpossibleRequestsGetOneLine) {
                         "--per-linear: cluster plans place whole layers");
   expect_plan_error(run_fsq({"plan", "--model", dir.string(), "--target-bits", "4", "--per-linear"}),
                         "--per-linear: needs the variance indicator: give --calib FILE");
-  fs::remove_all(dir);
 }
 
 TEST(CliPlan, ListsGpusAndPresets) {

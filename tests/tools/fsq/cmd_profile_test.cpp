@@ -20,7 +20,10 @@ class CliProfileStories260k : public ::testing::Test {
  protected:
   void SetUp() override {
     FSQ_REQUIRE_STORIES260K();
-    dir_ = make_temp_dir("fsq-cli-profile");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-profile");
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
   }
   // A small grid: 6 prompt shapes and 4 decode shapes per width, each timed once.
   RunResult profile(const std::vector<std::string>& extra) {

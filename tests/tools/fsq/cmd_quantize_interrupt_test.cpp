@@ -22,7 +22,7 @@ class CliQuantizeInterrupt : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(tinystories_val())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
-    dir_ = make_temp_dir("fsq-cli-quantize-interrupt");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-quantize-interrupt");
     testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), 100'000));
     whole_ = run_fsq(args(dir_ / "whole"));
   }
@@ -44,6 +44,7 @@ class CliQuantizeInterrupt : public ::testing::Test {
     const fs::path out = dir_ / name, partial = dir_ / (name + ".partial"), err = dir_ / (name + ".stderr");
     const pid_t pid = spawn_fsq(args(out), dir_ / (name + ".stdout"), err);
     ASSERT_GT(pid, 0);
+    const KillIfRunning guard(pid);
     const auto start = std::chrono::steady_clock::now();
     while (saved_layer_files(partial) < 1 && std::chrono::steady_clock::now() - start < kLimit)
       ASSERT_FALSE(wait_for_exit(pid, std::chrono::milliseconds(5))) << "fsq quantize ended before a layer was saved";

@@ -86,7 +86,8 @@ double perplexity(const fs::path& model, const fs::path& json) {
 
 TEST(CliQuantizeKill, SigkillThenRerunResumesAndWritesTheSameBytes) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-quantize-kill");
+  const TempDir scratch("fsq-cli-quantize-kill");
+  const fs::path& dir = scratch.path();
   testing::write_file(dir / "calib.txt", testing::tail_of(tinystories_val(), 200'000));
   const fs::path whole = dir / "whole", killed = dir / "killed";
   RunResult r = run_fsq(quantize_args(dir, whole));
@@ -118,7 +119,6 @@ TEST(CliQuantizeKill, SigkillThenRerunResumesAndWritesTheSameBytes) {
   const double first = perplexity(killed, dir / "eval1.json"), second = perplexity(killed, dir / "eval2.json");
   EXPECT_EQ(first, second);
   EXPECT_GT(first, 1.0);
-  fs::remove_all(dir);
 }
 
 }  // namespace

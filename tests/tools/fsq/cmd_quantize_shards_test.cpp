@@ -58,7 +58,8 @@ RunResult run_with_file_limit(const std::vector<std::string>& args, rlim_t bytes
 
 TEST(CliQuantizeShards, ShardedOutputEvaluatesExactlyAsTheSingleFile) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-quantize-shards");
+  const TempDir scratch("fsq-cli-quantize-shards");
+  const fs::path& dir = scratch.path();
   const fs::path single = dir / "single", sharded = dir / "sharded";
   RunResult r = run_fsq(quantize_args(single));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -89,12 +90,12 @@ TEST(CliQuantizeShards, ShardedOutputEvaluatesExactlyAsTheSingleFile) {
 
   r = run_fsq({"inspect", sharded.string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  fs::remove_all(dir);
 }
 
 TEST(CliQuantizeShards, BadShardSizeIsRefusedBeforeAnyWork) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-quantize-shard-size");
+  const TempDir scratch("fsq-cli-quantize-shard-size");
+  const fs::path& dir = scratch.path();
   std::vector<std::string> args = quantize_args(dir / "out");
   args.insert(args.end(), {"--max-shard-size", "5XB"});
   const RunResult r = run_fsq(args);
@@ -102,12 +103,12 @@ TEST(CliQuantizeShards, BadShardSizeIsRefusedBeforeAnyWork) {
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("--max-shard-size: expects a size such as 5GB"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "out.partial"));
-  fs::remove_all(dir);
 }
 
 TEST(CliQuantizeShards, FullDiskPublishesNothingAndTheRerunResumes) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-quantize-disk-full");
+  const TempDir scratch("fsq-cli-quantize-disk-full");
+  const fs::path& dir = scratch.path();
   const fs::path whole = dir / "whole", full = dir / "full";
   RunResult r = run_fsq(quantize_args(whole));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -125,7 +126,6 @@ TEST(CliQuantizeShards, FullDiskPublishesNothingAndTheRerunResumes) {
   EXPECT_NE(r.out.find("resuming"), std::string::npos) << r.out;
   EXPECT_EQ(read_json(full.string() + ".json")["resumed_layers"].get<int>(), kStoriesLayers);
   EXPECT_EQ(testing::folder_digest(full), testing::folder_digest(whole));
-  fs::remove_all(dir);
 }
 
 }  // namespace

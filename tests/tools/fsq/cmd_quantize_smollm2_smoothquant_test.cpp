@@ -26,7 +26,7 @@ class CliQuantizeSmolLM2SmoothQuant : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
     if (!fs::exists(testing::smollm2_hf() / "model.safetensors")) return;
-    dir_ = make_temp_dir("fsq-cli-smollm2-smoothquant");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-smollm2-smoothquant");
     testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kSmoothCalibBytes));
   }
   static void TearDownTestSuite() {

@@ -32,7 +32,7 @@ class CliQuantizeSmolLM2SqueezeLlm : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
     if (!fs::exists(testing::smollm2_hf() / "model.safetensors")) return;
-    dir_ = make_temp_dir("fsq-cli-smollm2-squeezellm");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-smollm2-squeezellm");
     fs::create_directories(dir_ / "calib");
     testing::write_file(dir_ / "calib" / "tinystories.txt", testing::tail_of(tinystories_val(), kOrderingCalibBytes));
     testing::write_file(dir_ / "calib" / "wikitext.txt", testing::tail_of(wikitext_test(), kOrderingCalibBytes));

@@ -49,7 +49,7 @@ class CliQuantizeSmolLM2 : public ::testing::Test {
  public:
   static void SetUpTestSuite() {
     if (!fs::exists(testing::smollm2_hf() / "model.safetensors")) return;
-    dir_ = make_temp_dir("fsq-cli-quantize-smollm2");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-quantize-smollm2");
     fs::create_directories(dir_ / "calib");
     write_file(dir_ / "calib" / "tinystories.txt", tail_of(tinystories_val(), kCalibBytes));
     write_file(dir_ / "calib" / "wikitext.txt", tail_of(wikitext_test(), kCalibBytes));

@@ -33,7 +33,7 @@ class CliQuantizeSqueezeLlm : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(tinystories_val())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
-    dir_ = make_temp_dir("fsq-cli-squeezellm");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-squeezellm");
     testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kSqCalibBytes));
     RunResult r = run_fsq({"calibrate", "--model", stories260k_dir().string(), "--data", calib_text().string(),
                            "--fisher", "--samples", "32", "--seq-len", "256", "--out", fisher_file().string(),

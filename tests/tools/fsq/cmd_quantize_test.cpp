@@ -30,7 +30,7 @@ class CliQuantize : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!fs::exists(tinystories_val())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
-    dir_ = make_temp_dir("fsq-cli-quantize");
+    dir_ = make_temp_dir_caller_removes("fsq-cli-quantize");
     testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kCalibBytes));
   }
   static void TearDownTestSuite() {
@@ -142,7 +142,8 @@ TEST_F(CliQuantize, BadOptionsFailBeforeAnyWork) {
 // refused before any layer is written, unless --allow-overlap (a one-line note on stderr).
 TEST(CliQuantizeCalibText, TextTooShortForTheWindowsIsRefusedUnlessAllowOverlap) {
   FSQ_REQUIRE_STORIES260K();
-  const fs::path dir = make_temp_dir("fsq-cli-quantize-overlap");
+  const TempDir scratch("fsq-cli-quantize-overlap");
+  const fs::path& dir = scratch.path();
   const fs::path data = dir / "short.txt", out = dir / "q";
   testing::write_file(data, testing::tail_of(tinystories_val(), 600));
   auto args = [&](bool allow) {
@@ -168,7 +169,6 @@ TEST(CliQuantizeCalibText, TextTooShortForTheWindowsIsRefusedUnlessAllowOverlap)
   EXPECT_EQ(lines(ok.err), 1u) << ok.err;
   EXPECT_EQ(ok.err.rfind("fsq: note: " + data.string() + ": the text has ", 0), 0u) << ok.err;
   EXPECT_TRUE(fs::exists(out / "fsq.json"));
-  fs::remove_all(dir);
 }
 
 }  // namespace

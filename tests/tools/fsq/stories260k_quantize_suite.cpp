@@ -9,7 +9,7 @@ fs::path Stories260kQuantizeSuite::dir_;
 
 void Stories260kQuantizeSuite::SetUpTestSuite() {
   if (!fs::exists(tinystories_val())) return;  // each test starts with FSQ_REQUIRE_STORIES260K
-  dir_ = make_temp_dir("fsq-cli-quantize-suite");
+  dir_ = make_temp_dir_caller_removes("fsq-cli-quantize-suite");
   testing::write_file(dir_ / "calib.txt", testing::tail_of(tinystories_val(), kCalibBytes));
 }
 
