@@ -1,4 +1,5 @@
 #include "calib/calib_file.h"
+#include "calib/calib_file_writer.h"
 
 #include <cstring>
 
@@ -8,10 +9,7 @@ namespace fsq {
 
 void write_calibration_file(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
                             const nlohmann::json& provenance) {
-  write_safetensors(path, tensors,
-                    {{"fsq.kind", kCalibKind},
-                     {"fsq.format_version", std::to_string(kCalibFormatVersion)},
-                     {"fsq.provenance", provenance.dump()}});
+  write_safetensors(path, tensors, calibration_metadata(provenance));
 }
 
 std::span<const float> float_span(const TensorView& v) {

@@ -7,6 +7,7 @@
 #include <deque>
 
 #include "calib/calib_file.h"
+#include "calib/calib_file_writer.h"
 #include "calib/fisher.h"
 #include "calib/layer_stream.h"
 #include "common/atomic_file.h"
@@ -110,22 +111,9 @@ CalibrateSummary run_calibration(const CalibrateConfig& config) {
   }
   summary.stats_seconds = seconds_since(t_stats);
 
-  FisherResult fisher;
-  if (config.fisher) {
-    auto t_fisher = Clock::now();
-    Progress bar("calibrate: Fisher", cfg.num_layers);
-    int64_t done = 0;
-    fisher = fisher_diagonals(*model, ckpt, ids, stream.hidden,
-                              [&](int64_t i) { bar.update(++done, "layer " + std::to_string(i)); });
-    stream.hidden.clear();
-    bar.finish();
-    summary.fisher_seconds = seconds_since(t_fisher);
-    summary.mean_loss = fisher.mean_loss;
-  }
-
-  auto t_write = Clock::now();
   const ArchSpec& arch = model->arch();
   TensorList tensors;
+  std::vector<TensorLayout> layout;
   for (int64_t i = 0; i < cfg.num_layers; ++i) {
     const LayerActivationStats& layer = stream.layers[static_cast<size_t>(i)];
     for (const auto& g : arch.groups) {
@@ -139,9 +127,13 @@ CalibrateSummary run_calibration(const CalibrateConfig& config) {
     }
     tensors.add(layer_prefix(arch, i) + kOutputAbsmax, layer.output.absmax());
     if (config.fisher)
-      for (const auto& [role, f] : fisher.layers[static_cast<size_t>(i)])
-        tensors.add(layer_name(arch.linear(role).pattern, i) + kFisher, f);
+      for (const auto& spec : arch.linears) {
+        const std::vector<int64_t> shape = linear_weight_shape(cfg, spec.role);
+        layout.push_back({layer_name(spec.pattern, i) + kFisher, DType::F32, shape,
+                          static_cast<uint64_t>(shape[0] * shape[1]) * sizeof(float)});
+      }
   }
+  for (const TensorToWrite& t : tensors.tensors()) layout.push_back({t.name, t.dtype, t.shape, t.data.size()});
   nlohmann::json provenance = {
       {"model", config.model.string()},
       {"model_sha256", ckpt.weights_sha256()},
@@ -161,9 +153,34 @@ CalibrateSummary run_calibration(const CalibrateConfig& config) {
       {"tool_version", config.tool_version},
       {"layers", layer_layout(arch, cfg.num_layers)},
   };
-  if (config.fisher) provenance["mean_loss"] = fisher.mean_loss;
-  write_calibration_file(config.out, tensors.tensors(), provenance);
+  // Tensors go to the file as they are made (Fisher diagonals a layer at a time, top first);
+  // the mean loss, known last, is filled into the header's reserved room.
+  if (config.fisher) provenance["mean_loss"] = 0.0;
+  auto t_write = Clock::now();
+  CalibrationFileWriter writer(config.out, std::move(layout), provenance);
+  for (const TensorToWrite& t : tensors.tensors()) writer.write(t.name, t.data);
   summary.write_seconds = seconds_since(t_write);
+  if (config.fisher) {
+    auto t_fisher = Clock::now();
+    Progress bar("calibrate: Fisher", cfg.num_layers);
+    int64_t done = 0;
+    summary.mean_loss = stream_fisher_diagonals(
+        *model, ckpt, ids, stream.hidden, [&](int64_t i, std::vector<std::pair<std::string, at::Tensor>>&& layer) {
+          for (const auto& [role, f] : layer) {
+            const at::Tensor c = f.to(at::kFloat).contiguous();
+            writer.write(layer_name(arch.linear(role).pattern, i) + kFisher,
+                         {static_cast<const std::byte*>(c.data_ptr()), static_cast<size_t>(c.nbytes())});
+          }
+          bar.update(++done, "layer " + std::to_string(i));
+        });
+    stream.hidden.clear();
+    bar.finish();
+    summary.fisher_seconds = seconds_since(t_fisher);
+    provenance["mean_loss"] = summary.mean_loss;
+  }
+  t_write = Clock::now();
+  writer.commit(provenance);
+  summary.write_seconds += seconds_since(t_write);
   summary.peak_rss_bytes = peak_rss_bytes();
   return summary;
 }

@@ -59,6 +59,28 @@ DecoderLayer with_weight_leaves(const DecoderLayer& layer, const std::vector<std
 
 FisherResult fisher_diagonals(const LlamaModel& model, const Checkpoint& ckpt, const at::Tensor& ids,
                               const std::vector<at::Tensor>& hidden, const std::function<void(int64_t)>& on_layer) {
+  FisherResult result;
+  result.layers.resize(static_cast<size_t>(model.config().num_layers));
+  result.mean_loss = stream_fisher_diagonals(model, ckpt, ids, hidden, [&](int64_t i, auto&& layer) {
+    result.layers[static_cast<size_t>(i)] = std::move(layer);
+    if (on_layer) on_layer(i);
+  });
+  return result;
+}
+
+std::vector<int64_t> linear_weight_shape(const ModelConfig& cfg, const std::string& role) {
+  const int64_t h = cfg.hidden_size, q = cfg.num_heads * cfg.head_dim, kv = cfg.num_kv_heads * cfg.head_dim;
+  const int64_t inter = cfg.intermediate_size;
+  if (role == "q_proj") return {q, h};
+  if (role == "k_proj" || role == "v_proj") return {kv, h};
+  if (role == "o_proj") return {h, q};
+  if (role == "gate_proj" || role == "up_proj") return {inter, h};
+  if (role == "down_proj") return {h, inter};
+  throw Error("Fisher diagonals", "no weight shape for the linear role '" + role + "'");
+}
+
+double stream_fisher_diagonals(const LlamaModel& model, const Checkpoint& ckpt, const at::Tensor& ids,
+                               const std::vector<at::Tensor>& hidden, const FisherLayerSink& sink) {
   const ModelConfig& cfg = model.config();
   const int64_t layers = cfg.num_layers, n = ids.size(0);
   if (static_cast<int64_t>(hidden.size()) != layers + 1)
@@ -68,9 +90,8 @@ FisherResult fisher_diagonals(const LlamaModel& model, const Checkpoint& ckpt, c
   const std::vector<std::string> roles = linear_roles(model);
   at::AutoGradMode grad_on(true);
 
-  FisherResult result;
-  result.layers.resize(static_cast<size_t>(layers));
-  at::Tensor out_grads = loss_gradients_at_top(model, ids, hidden.back(), result.mean_loss);
+  double mean_loss = 0;
+  at::Tensor out_grads = loss_gradients_at_top(model, ids, hidden.back(), mean_loss);
 
   for (int64_t i = layers - 1; i >= 0; --i) {
     std::optional<DecoderLayer> loaded;
@@ -98,11 +119,13 @@ FisherResult fisher_diagonals(const LlamaModel& model, const Checkpoint& ckpt, c
       if (need_input_grad) out_grads.narrow(0, s, 1).copy_(grads.back());
     }
     at::NoGradGuard no_grad;
+    std::vector<std::pair<std::string, at::Tensor>> diagonals;
     for (size_t j = 0; j < sums.size(); ++j)
-      result.layers[static_cast<size_t>(i)].emplace_back(roles[j], sums[j].div_(static_cast<double>(n)).to(at::kCPU));
-    if (on_layer) on_layer(i);
+      diagonals.emplace_back(roles[j], sums[j].div_(static_cast<double>(n)).to(at::kCPU));
+    sums.clear();
+    sink(i, std::move(diagonals));
   }
-  return result;
+  return mean_loss;
 }
 
 }  // namespace fsq

@@ -21,6 +21,7 @@ namespace fsq {
 
 class Checkpoint;
 class LlamaModel;
+struct ModelConfig;
 struct DecoderLayer;
 
 struct FisherResult {
@@ -43,5 +44,16 @@ DecoderLayer with_weight_leaves(const DecoderLayer& layer, const std::vector<std
 FisherResult fisher_diagonals(const LlamaModel& model, const Checkpoint& ckpt, const at::Tensor& ids,
                               const std::vector<at::Tensor>& hidden,
                               const std::function<void(int64_t)>& on_layer = {});
+
+// Receives layer i's diagonals (role, fp32 [out, in] on the host), top layer first, and may
+// keep or drop them: the streaming form, where only one layer's are alive at once.
+using FisherLayerSink = std::function<void(int64_t layer, std::vector<std::pair<std::string, at::Tensor>>&&)>;
+// The same computation handing each layer to `sink`; returns the mean per-sample loss.
+double stream_fisher_diagonals(const LlamaModel& model, const Checkpoint& ckpt, const at::Tensor& ids,
+                               const std::vector<at::Tensor>& hidden, const FisherLayerSink& sink);
+
+// The [out, in] shape of a decoder linear's weight (role as in ArchSpec: q_proj ... down_proj),
+// from the config: what a Fisher diagonal of it holds. Throws fsq::Error for another role.
+std::vector<int64_t> linear_weight_shape(const ModelConfig& cfg, const std::string& role);
 
 }  // namespace fsq

@@ -19,7 +19,7 @@ int64_t layer_parameters(const ModelConfig& c) {
 
 nlohmann::json CalibrationMemory::to_json() const {
   return {{"runtime", runtime}, {"checkpoint", checkpoint}, {"shell", shell},     {"layer", layer},
-          {"activations", activations}, {"fisher", fisher}, {"work", work}, {"total", total()}};
+          {"activations", activations}, {"work", work}, {"total", total()}};
 }
 
 CalibrationMemory predict_calibration_memory(const ModelConfig& c, const CalibrationShape& s) {
@@ -41,7 +41,6 @@ CalibrationMemory predict_calibration_memory(const ModelConfig& c, const Calibra
   } else {
     m.layer = layer_parameters(c) * (e + 3 * f32);
     m.activations = (c.num_layers + 2) * tokens * h * e;  // every layer input + output gradients
-    m.fisher = c.num_layers * (layer_parameters(c) - 2 * h) * f32;
     // One sample: the layer graph kept for backward (~3x a forward), and the head's logits,
     // log-softmax and their gradient.
     m.work = 3 * t * per_token + 3 * t * v * f32;

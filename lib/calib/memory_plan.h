@@ -14,11 +14,12 @@ struct CalibrationMemory {
   int64_t runtime = 0;      // process, LibTorch and BLAS libraries
   int64_t checkpoint = 0;   // the source tensors (mapped file pages or a GGUF's dequantized copy)
   int64_t shell = 0;        // embedding, head and rotary tables kept for the whole run
-  int64_t layer = 0;        // one decoder layer loaded (x3 with Fisher: leaves, sums, gradients)
+  // One decoder layer loaded (x3 with Fisher: leaves, sums, gradients; the sums go to the
+  // file when the layer is done, so no other layer's are held).
+  int64_t layer = 0;
   int64_t activations = 0;  // hidden states on the host: 2 copies, or every layer's input with Fisher
-  int64_t fisher = 0;       // Fisher accumulators of every linear kept until written
   int64_t work = 0;         // one forward batch (stats) or one sample's autograd graph (Fisher)
-  int64_t total() const { return runtime + checkpoint + shell + layer + activations + fisher + work; }
+  int64_t total() const { return runtime + checkpoint + shell + layer + activations + work; }
   nlohmann::json to_json() const;
 };
 

@@ -68,6 +68,21 @@ void AtomicFile::write(std::span<const std::byte> data) {
   }
 }
 
+void AtomicFile::write_at(uint64_t offset, std::span<const std::byte> data) {
+  const std::byte* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::pwrite(fd_, p, left, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(dest_.string(), "write failed: " + errno_text());
+    }
+    p += n;
+    offset += static_cast<uint64_t>(n);
+    left -= static_cast<size_t>(n);
+  }
+}
+
 void AtomicFile::write(std::string_view text) {
   write(std::span<const std::byte>(reinterpret_cast<const std::byte*>(text.data()), text.size()));
 }

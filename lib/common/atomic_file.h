@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string_view>
@@ -24,6 +25,9 @@ class AtomicFile {
 
   void write(std::span<const std::byte> data);
   void write(std::string_view text);
+  // Writes at `offset` from the start of the file (pwrite), leaving the sequential position
+  // alone: for files whose parts are made out of order (lib/calib/calib_file_writer.h).
+  void write_at(uint64_t offset, std::span<const std::byte> data);
   // fsync, rename onto dest, fsync the folder.
   void commit();
 

@@ -71,8 +71,12 @@ struct TensorLayout {
 // the other in the given order, which must be sorted by name. Throws fsq::Error naming
 // `where` on invalid input (empty, reserved, non-UTF-8 or repeated name, a shape that does
 // not match nbytes). A streaming writer writes this, then each tensor's bytes in order.
+// With `header_bytes` (a multiple of 8), the JSON is padded with spaces so that the result is
+// exactly that long: a writer that fills the data section before the metadata is final
+// reserves room for it (throws fsq::Error naming `where` when the header needs more).
 std::string safetensors_header(const std::vector<TensorLayout>& sorted_tensors,
-                               const std::map<std::string, std::string>& metadata, const std::string& where);
+                               const std::map<std::string, std::string>& metadata, const std::string& where,
+                               size_t header_bytes = 0);
 
 // Writes atomically (temp file + fsync + rename + fsync dir). Tensors are stored sorted by
 // name; the data section starts 8-byte aligned. Throws fsq::Error on invalid input.

@@ -53,7 +53,8 @@ uint64_t needed_bytes(const TensorLayout& t, const std::string& where) {
 }  // namespace
 
 std::string safetensors_header(const std::vector<TensorLayout>& sorted,
-                               const std::map<std::string, std::string>& metadata, const std::string& where) {
+                               const std::map<std::string, std::string>& metadata, const std::string& where,
+                               size_t header_bytes) {
   json header = json::object();
   if (!metadata.empty()) {
     json meta = json::object();
@@ -91,6 +92,12 @@ std::string safetensors_header(const std::vector<TensorLayout>& sorted,
   // Pad so 8 + header length is a multiple of 8: the data section is then 8-byte aligned
   // in the file (and in any page-aligned mapping of it).
   text.append((8 - text.size() % 8) % 8, ' ');
+  if (header_bytes > 0) {
+    if (header_bytes % 8 != 0 || text.size() + 8 > header_bytes)
+      throw Error(where, "the header needs " + std::to_string(text.size() + 8) + " bytes, " +
+                             std::to_string(header_bytes) + " were reserved for it");
+    text.append(header_bytes - 8 - text.size(), ' ');
+  }
 
   std::string out(8, '\0');
   for (size_t i = 0; i < 8; ++i) out[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
