@@ -5,9 +5,14 @@
 # wall time, all from this run (DESIGN.md protocols, FSQ_PROTOCOLS, default "gptq":
 # non-overlapping windows; "gptq llama.cpp" adds a column group per protocol).
 #
-# Calibration never sees the evaluated text: each text is split at a line boundary, the
-# first FSQ_EVAL_FRACTION (default 0.8) is evaluated, the rest (from every text) is the
-# calibration folder.
+# Calibration comes from one text only, FSQ_CALIB_TEXT (default TinyStories): it is split
+# at a line boundary, its first FSQ_EVAL_FRACTION (default 0.5: 16 windows of 2048 to
+# evaluate, 128 x 512 tokens to calibrate) is evaluated and the rest is the calibration
+# folder. Every other text of FSQ_TEXTS (default WikiText-2's test set) is evaluated whole
+# and never calibrates: it measures quality on text the calibration never saw (issue 57).
+# One row per configuration and text (the "text" column). FSQ_HALVES=1 also evaluates the
+# first and second half of each other text ("wiki.test.raw:1/2", ":2/2"): choose a setting
+# on the first half, report the second.
 #
 #   scripts/quant-table.sh MODEL_DIR
 #   FSQ_CONFIGS="rtn:4:32 awq:4:32" FSQ_SEQ_LEN=256 FSQ_MAX_WINDOWS=64 scripts/quant-table.sh models/stories260K
@@ -17,8 +22,9 @@
 # (Fisher-weighted with the default 0.45 % sparse part). The Fisher diagonals come from one
 # `fsq calibrate --fisher` on the calibration folder, timed separately ("fisher s").
 #   FSQ_CONFIGS="awq:3:128 squeezellm:3:unweighted squeezellm:3:dense squeezellm:3:sparse" ...
-# W8A8 methods (w8a8 = naive, smoothquant, intonly) take method:ACT:ALPHA, ACT per-token or
-# per-tensor, ALPHA a number, auto, or - (naive W8A8 has none); the "bits" column shows ACT.
+# W8A8 methods (w8a8 = naive, smoothquant, intonly) take method:ACT:ALPHA, ACT per-token,
+# per-block or per-tensor, ALPHA a number, auto, or - (naive W8A8 has none); the "bits"
+# column shows ACT.
 # With a fixed alpha they read one shared `fsq calibrate` file ("calibration pass", timed
 # separately, like the Fisher pass); auto and intonly calibrate inside quantize.
 #   FSQ_CONFIGS="w8a8:per-token:- smoothquant:per-token:0.5 smoothquant:per-token:auto" ...
@@ -44,45 +50,70 @@ shared="${FSQ_SHARED_DIR:-$root/../shared}"
 model="${1:?usage: scripts/quant-table.sh MODEL_DIR}"
 threads="${FSQ_THREADS:-$(nproc)}"
 configs="${FSQ_CONFIGS:-rtn:4:128 awq:4:128 rtn:3:128 awq:3:128}"   # method:bits:group
-texts="${FSQ_TEXTS:-$shared/data/tinystories/tinystories_val.txt $shared/data/wikitext-2-raw/wiki.test.raw}"
+calib_text="${FSQ_CALIB_TEXT:-$shared/data/tinystories/tinystories_val.txt}"
+texts="${FSQ_TEXTS:-$shared/data/wikitext-2-raw/wiki.test.raw}"   # evaluated, never calibrated on
+halves="${FSQ_HALVES:-0}"
 seq_len="${FSQ_SEQ_LEN:-2048}"
 max_windows="${FSQ_MAX_WINDOWS:-0}"
 samples="${FSQ_SAMPLES:-128}"
 calib_seq="${FSQ_CALIB_SEQ_LEN:-512}"
-fraction="${FSQ_EVAL_FRACTION:-0.8}"
+fraction="${FSQ_EVAL_FRACTION:-0.5}"
 protocols="${FSQ_PROTOCOLS:-gptq}"
 work="${FSQ_WORK_DIR:-$(mktemp -d)}"
 fsq="$build/tools/fsq/fsq"
 [[ -x "$fsq" ]] || { echo "quant-table: build fsq first (scripts/build.sh)" >&2; exit 1; }
 mkdir -p "$work/eval" "$work/calib" "$work/q" "$work/reports" "$work/refcache"
 
-# Split every text: head -> evaluation, tail -> calibration.
-eval_files=()
-for t in $texts; do
-  name="$(basename "$t")"
-  python3 - "$t" "$fraction" "$work/eval/$name" "$work/calib/$name.txt" <<'PY'
+# The calibration text: head -> evaluation, tail -> calibration. The other texts: evaluated
+# whole (and by halves with FSQ_HALVES=1).
+split_text() {  # SRC FRACTION HEAD TAIL
+  python3 - "$@" <<'PY'
 import sys
 src, frac, head, tail = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 data = open(src, "rb").read()
 cut = data.rfind(b"\n", 0, int(len(data) * frac)) + 1
 open(head, "wb").write(data[:cut]); open(tail, "wb").write(data[cut:])
 PY
+}
+eval_files=()
+calib_name="$(basename "$calib_text")"
+split_text "$calib_text" "$fraction" "$work/eval/$calib_name" "$work/calib/$calib_name.txt"
+eval_files+=("$work/eval/$calib_name")
+for t in $texts; do
+  name="$(basename "$t")"
+  [[ $(realpath "$t") == $(realpath "$calib_text") ]] && { echo "quant-table: $t is the calibration text; give it as FSQ_CALIB_TEXT only" >&2; exit 1; }
+  cp "$t" "$work/eval/$name"
   eval_files+=("$work/eval/$name")
+  if [[ $halves == 1 ]]; then
+    split_text "$t" 0.5 "$work/eval/$name.1of2" "$work/eval/$name.2of2"
+    eval_files+=("$work/eval/$name.1of2" "$work/eval/$name.2of2")
+  fi
 done
 
 echo "model $model; protocols $protocols, seq-len $seq_len, windows ${max_windows/#0/all}; threads $threads"
-echo "evaluated: first $fraction of each text; calibration: the rest ($samples x $calib_seq tokens, seed 42)"
-printf '%-6s %4s %5s %8s %10s %10s' method bits group "bits/w" "MiB" "quant s"
-for p in $protocols; do for f in "${eval_files[@]}"; do printf ' | %-28s' "$p $(basename "$f"): ppl  KL  top1"; done; done
+echo "calibration: $calib_name only, after its first $fraction ($samples x $calib_seq tokens, seed 42);" \
+  "evaluated: $calib_name's first $fraction (:head) and $(for t in $texts; do basename "$t"; done | paste -sd, -) whole$([[ $halves == 1 ]] && echo ' and by halves')"
+printf '%-6s %4s %5s %8s %10s %10s %-22s' method bits group "bits/w" "MiB" "quant s" text
+for p in $protocols; do printf ' | %-28s' "$p: ppl  KL  top1"; done
 echo
 mib() { python3 -c 'import os,sys; print(os.path.getsize(sys.argv[1]) / 2**20)' "$1"; }
-row() {  # name dir bits group bpw seconds
-  printf '%-6s %4s %5s %8s %10.3f %10s' "$1" "$3" "$4" "$5" "$(mib "$2/model.safetensors")" "$6"
-  for p in $protocols; do
-    for f in "${eval_files[@]}"; do
+text_label() {  # an evaluated file's name in the text column
+  local n; n="$(basename "$1")"
+  case "$n" in
+    "$calib_name") echo "$n:head" ;;
+    *.1of2) echo "${n%.1of2}:1/2" ;;
+    *.2of2) echo "${n%.2of2}:2/2" ;;
+    *) echo "$n" ;;
+  esac
+}
+row() {  # name dir bits group bpw seconds: one line per evaluated text
+  for f in "${eval_files[@]}"; do
+    printf '%-6s %4s %5s %8s %10.3f %10s %-22s' "$1" "$3" "$4" "$5" "$(mib "$2/model.safetensors")" "$6" "$(text_label "$f")"
+    for p in $protocols; do
       local r="$work/reports/$1-$3-$4-$p-$(basename "$f").json"
       # f32 activations: the table measures the quantizers, each on its exact weights (the
-      # runtime's int8 prefill activations, the default, add KL ~1 % to the uniform types only).
+      # runtime's int8 prefill activations, the default, add KL ~1 % to the uniform types only;
+      # W8A8 linears quantize their activations whatever this flag says).
       "$fsq" eval --model "$2" --compare "$model" --data "$f" --protocol "$p" --seq-len "$seq_len" \
         --max-windows "$max_windows" --threads "$threads" --no-speed --progress off --json "$r" \
         --prefill-activations f32 \
@@ -90,20 +121,20 @@ row() {  # name dir bits group bpw seconds
       python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["perplexity"]; c=r["compare"]
 print(" | %9.4f %8.5f %8.4f" % (p["ppl"], c["mean_kl"], c["top1_agreement"]), end="")' "$r"
     done
+    echo
   done
-  echo
 }
 fp_row() {
-  printf '%-6s %4s %5s %8s %10.3f %10s' fp 32 - 32 "$(mib "$model/model.safetensors")" -
-  for p in $protocols; do
-    for f in "${eval_files[@]}"; do
+  for f in "${eval_files[@]}"; do
+    printf '%-6s %4s %5s %8s %10.3f %10s %-22s' fp 32 - 32 "$(mib "$model/model.safetensors")" - "$(text_label "$f")"
+    for p in $protocols; do
       local r="$work/reports/fp-$p-$(basename "$f").json"
       "$fsq" eval --model "$model" --data "$f" --protocol "$p" --seq-len "$seq_len" --max-windows "$max_windows" \
         --threads "$threads" --no-speed --progress off --json "$r" >/dev/null
       python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" | %9.4f %8.5f %8.4f" % (r["perplexity"]["ppl"], 0, 1), end="")' "$r"
     done
+    echo
   done
-  echo
 }
 # FSQ_SKIP_FP=1: no fp row (its numbers do not change between runs of the same texts).
 [[ ${FSQ_SKIP_FP:-0} == 1 ]] || fp_row
