@@ -39,7 +39,7 @@ void PackedKernelLinear::set_int8_prefill(bool on) {
 }
 
 at::Tensor PackedKernelLinear::forward(const at::Tensor& x) const {
-  const bool int4 = decode_activations() == DecodeActivations::Int4PerToken && int4_supported();
+  const bool int4 = decode_activations() == DecodeActivations::Int4PerToken && draft_int4_ && int4_supported();
   const Kernel few_rows = int4 ? Kernel::GemvInt4 : Kernel::Gemv;
   PackedKernels kernels{[&](const float* in, int64_t m, float* y) { return multiply(few_rows, in, m, y); },
                         [&](int64_t row0, int64_t n, float* out) { return dequantize_rows(row0, n, out); },
@@ -52,7 +52,8 @@ at::Tensor PackedKernelLinear::forward(const at::Tensor& x) const {
 
 void PackedKernelLinear::forward_rows(const float* x, int64_t m, float* y) const {
   Kernel kernel = int8_decode_ ? Kernel::GemvInt8 : Kernel::Gemv;
-  if (decode_activations() == DecodeActivations::Int4PerToken && int4_supported()) kernel = Kernel::GemvInt4;
+  if (decode_activations() == DecodeActivations::Int4PerToken && draft_int4_ && int4_supported())
+    kernel = Kernel::GemvInt4;
   check_kernel_status(multiply(kernel, x, m, y), describe());
   add_bias(m, y);
 }

@@ -27,7 +27,8 @@ class PackedKernelLinear : public Linear {
   bool supports_rows() const final { return true; }
   // The decode fast path: the int8 GEMV when int8_decode(), else the f32 GEMV; then the bias.
   // Under ScopedDecodeActivations(Int4PerToken) (QSpec's draft, runtime/activation_mode.h)
-  // the W4A4 GEMV where int4_supported(), as forward() then does for up to kMaxGemvRows rows.
+  // the W4A4 GEMV where draft_int4() and int4_supported(), as forward() then does for up to
+  // kMaxGemvRows rows.
   void forward_rows(const float* x, int64_t m, float* y) const final;
   int64_t in_features() const final { return cols_; }
   int64_t out_features() const final { return rows_; }
@@ -46,6 +47,10 @@ class PackedKernelLinear : public Linear {
   // this CPU; int8_prefill() says whether it does. Off: dequantize + f32 GEMM.
   void set_int8_prefill(bool on);
   bool int8_prefill() const { return int8_prefill_; }
+  // Whether this linear takes 4-bit activations in QSpec's draft mode (off until set: the
+  // QSpec proposer sets it for the linears whose input is the rotated residual stream).
+  void set_draft_int4(bool on) { draft_int4_ = on; }
+  bool draft_int4() const { return draft_int4_; }
   // Adds the bias (if any) to m rows of forward_rows' output y.
   void add_bias(int64_t m, float* y) const;
   bool has_bias() const { return bias_.has_value(); }
@@ -79,6 +84,7 @@ class PackedKernelLinear : public Linear {
  private:
   bool want_int8_decode_ = false, int8_decode_ = false;
   bool want_int8_prefill_ = false, int8_prefill_ = false;
+  bool draft_int4_ = false;
 };
 
 }  // namespace fsq

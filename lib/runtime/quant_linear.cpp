@@ -111,7 +111,8 @@ bool forward_rows_together(std::span<const Linear* const> linears, const float* 
   for (size_t j = 0; j < linears.size(); ++j) {
     quant[j] = dynamic_cast<const QuantLinear*>(linears[j]);
     if (quant[j] == nullptr || quant[j]->cpu_isa() != quant[0]->cpu_isa()) return false;
-    if (int4 ? quant[j]->cpu_isa() == cpu::CpuIsa::Scalar || !quant[j]->int4_supported() : !quant[j]->int8_decode())
+    if (int4 ? quant[j]->cpu_isa() == cpu::CpuIsa::Scalar || !quant[j]->draft_int4() || !quant[j]->int4_supported()
+             : !quant[j]->int8_decode())
       return false;
   }
   cpu::UniformWeightsView views[kMaxTogether];

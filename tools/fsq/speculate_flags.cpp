@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "runtime/speculative/draft_model_proposer.h"
+#include "runtime/speculative/qspec_proposer.h"
 
 namespace fsq::cli {
 
@@ -57,8 +58,11 @@ speculative::SpeculativeOptions speculative_options(const SpeculateFlags& f, int
 
 DraftSource make_draft_source(const SpeculateFlags& f, const LlamaModel& target, const Tokenizer& target_tokenizer,
                               const RuntimeOptions& ro, int64_t capacity) {
-  if (f.mode == "qspec") throw Error("--speculate", "qspec is not built yet (issue 59: in progress)");
   DraftSource s;
+  if (f.mode == "qspec") {  // the model itself, its linears on 4-bit activations while drafting
+    s.proposer = std::make_unique<speculative::QSpecProposer>();
+    return s;
+  }
   s.files = std::make_unique<ModelFiles>(ModelFiles::open(f.draft));
   const int64_t vocab = s.files->config().vocab_size, want = target.config().vocab_size;
   if (vocab != want)
