@@ -15,6 +15,8 @@
 # Needs ~35 GB of disk in the work folder (FSQ_WORK, default a fresh folder under $TMPDIR,
 # removed at the end unless FSQ_KEEP=1). Timings are only comparable on a quiet machine.
 #   scripts/bench-llama-7b.sh                (FSQ_THREADS_LIST="1 2", FSQ_PRESET=llama-2-7b)
+#   FSQ_STEPS="speed" FSQ_WORK=DIR FSQ_KEEP=1 scripts/bench-llama-7b.sh   reruns steps on the files
+#                                            an earlier FSQ_KEEP=1 run left in DIR
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 threads_list="${FSQ_THREADS_LIST:-1 2}"
@@ -33,7 +35,9 @@ work="${FSQ_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/fsq-bench-7b-XXXX")}"
 mkdir -p "$work"
 [ "${FSQ_KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 results="$work/results.jsonl"
-: >"$results"
+steps=" ${FSQ_STEPS:-source q4_0 speed memory} "
+touch "$results"
+has() { [[ "$steps" == *" $1 "* ]]; }
 
 # row NAME COMMAND...: runs it under measure-run.py; one JSON line (seconds, peak RSS) in
 # $results, the command's output in $work/NAME.log. Fails the script when the command fails.
@@ -54,7 +58,8 @@ r = json.loads(sys.argv[1]); r["name"] = sys.argv[2]; print(json.dumps(r))' "$li
 }
 
 bf16="$work/source-bf16.gguf"
-row export-bf16 "$fsq" export --format gguf --type BF16 --threads "$max_threads" --progress off "$model" "$bf16"
+has source && row export-bf16 "$fsq" export --format gguf --type BF16 --threads "$max_threads" --progress off "$model" "$bf16"
+if has q4_0; then
 row llama-quantize-q4_0 "$llama/llama-quantize" --pure "$bf16" "$work/llama-q4_0.gguf" Q4_0 "$max_threads"
 row fsq-export-q4_0 "$fsq" export --format gguf --type Q4_0 --pure --rounding nearest --threads "$max_threads" \
   --progress off "$model" "$work/fsq-q4_0.gguf"
@@ -104,21 +109,22 @@ for name, dims, typ, off in ta:
     same, differ = (same + 1, differ) if x == y else (same, differ + 1)
 print(f"{same} of {len(ta)} tensors byte-identical, {differ} differ")
 PY
-for t in $threads_list; do
+fi
+has speed && for t in $threads_list; do
   # exec: measure-run.py watches the pid it started, which is then llama-bench's.
   row "llama-bench-t$t" sh -c 'exec "$0" -m "$1" -t "$2" -p 512 -n 64 -r 1 -o json >"$3"' "$llama/llama-bench" \
     "$work/llama-q4_0.gguf" "$t" "$work/llama-bench-t$t.json"
   row "fsq-speed-t$t" "$fsq" eval --model "$work/w4g32s" --speed-only --prefill-lengths 512 --decode-batches 1 \
     --decode-steps 64 --threads "$t" --progress off --json "$work/fsq-speed-t$t.json"
 done
-row llama-perplexity-bf16 "$llama/llama-perplexity" -m "$bf16" -f "$text" -c 512 --chunks 1 -t "$max_threads"
-row fsq-eval-bf16 "$fsq" eval --model "$model" --data "$text" --protocol llama.cpp --seq-len 512 --max-windows 1 \
+has memory && row llama-perplexity-bf16 "$llama/llama-perplexity" -m "$bf16" -f "$text" -c 512 --chunks 1 -t "$max_threads"
+has memory && row fsq-eval-bf16 "$fsq" eval --model "$model" --data "$text" --protocol llama.cpp --seq-len 512 --max-windows 1 \
   --no-speed --threads "$max_threads" --progress off
 
 /usr/bin/python3 - "$results" "$work" "$preset" "$threads_list" "$(cat "$work/same-bytes.txt")" <<'PY'
 import json, sys
 rows = {}
-for line in open(sys.argv[1]):
+for line in open(sys.argv[1]):  # a rerun step's row replaces the earlier one
     r = json.loads(line); rows[r["name"]] = r
 work, preset, threads, same = sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5]
 gib = lambda r: r["peak_rss_mib"] / 1024

@@ -89,6 +89,27 @@ TEST(CliEval, SpeedOnlyReportsAllMeasurements) {
   EXPECT_TRUE(thp == "always" || thp == "madvise" || thp == "never" || thp == "unavailable") << thp;
 }
 
+// --prefill-lengths, --decode-batches and --decode-steps pick the measurements (a 7B model
+// spends minutes on each default one): exactly those are timed and reported.
+TEST(CliEval, SpeedOptionsChooseWhatIsTimed) {
+  FSQ_REQUIRE_STORIES260K();
+  const TempDir scratch("fsq-cli-speed-options");
+  const auto json = scratch / "r.json";
+  RunResult r = run_fsq({"eval", "--model", stories260k_dir().string(), "--speed-only", "--prefill-lengths", "64,32",
+                         "--decode-batches", "2", "--decode-steps", "5", "--json", json.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json speed = read_json(json)["speed"];
+  ASSERT_EQ(speed["prefill"].size(), 2u);
+  EXPECT_EQ(speed["prefill"][0]["tokens"], 64);
+  EXPECT_EQ(speed["prefill"][1]["tokens"], 32);
+  ASSERT_EQ(speed["decode"].size(), 1u);
+  EXPECT_EQ(speed["decode"][0]["batch"], 2);
+  EXPECT_EQ(speed["decode"][0]["steps"], 5);
+  RunResult bad = run_fsq({"eval", "--model", stories260k_dir().string(), "--speed-only", "--decode-batches", "9"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_EQ(lines(bad.err), 1u) << bad.err;
+}
+
 // fsq re-executes itself with briefly spinning, then sleeping, idle workers
 // (tools/fsq/wait_policy.h) unless the user chose: the report states what the run used.
 TEST(CliEval, IdleWorkersSleepUnlessTheUserChoseOtherwise) {
