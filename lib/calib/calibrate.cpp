@@ -25,10 +25,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-int64_t checkpoint_bytes(const Checkpoint& ckpt) {
-  int64_t total = 0;
-  for (const TensorView* v : ckpt.tensors()) total += static_cast<int64_t>(v->nbytes);
-  return total;
+// The source's bytes resident at once: all of an in-memory checkpoint (a GGUF import), else
+// the mapped tensors outside the decoder layers (embedding, head) and one layer's, since
+// load_layer gives a layer's pages back once copied.
+int64_t resident_checkpoint_bytes(const Checkpoint& ckpt, const ArchSpec& arch) {
+  const std::string stem = arch.layer_prefix.substr(0, arch.layer_prefix.find("{layer}"));
+  int64_t whole = 0, layers = 0;
+  for (const TensorView* v : ckpt.tensors())
+    (v->name.starts_with(stem) ? layers : whole) += static_cast<int64_t>(v->nbytes);
+  if (ckpt.shards().empty()) return whole + layers;
+  return whole + layers / std::max<int64_t>(1, ckpt.config().num_layers);
 }
 
 // The prefix of a layer's tensor names ("model.layers.3"), from the architecture table.
@@ -97,7 +103,8 @@ CalibrateSummary run_calibration(const CalibrateConfig& config) {
   summary.threads = config.threads;
   summary.load_seconds = seconds_since(t_load);
   CalibrationShape shape{summary.samples, set.seq_len, config.batch_size,
-                         static_cast<int64_t>(c10::elementSize(config.runtime.compute_dtype)), checkpoint_bytes(ckpt),
+                         static_cast<int64_t>(c10::elementSize(config.runtime.compute_dtype)),
+                         resident_checkpoint_bytes(ckpt, model->arch()),
                          config.fisher};
   summary.predicted = predict_calibration_memory(cfg, shape);
 

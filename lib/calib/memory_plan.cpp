@@ -39,7 +39,9 @@ CalibrationMemory predict_calibration_memory(const ModelConfig& c, const Calibra
     m.activations = 2 * tokens * h * e;
     m.work = s.batch_size * t * per_token;
   } else {
-    m.layer = layer_parameters(c) * (e + 3 * f32);
+    // The loaded layer, its f32 autograd leaves (the same storage when e is f32), the
+    // squared-gradient sums and one sample's gradients.
+    m.layer = layer_parameters(c) * (e + (e == f32 ? 0 : f32) + 2 * f32);
     m.activations = (c.num_layers + 2) * tokens * h * e;  // every layer input + output gradients
     // One sample: the layer graph kept for backward (~3x a forward), and the head's logits,
     // log-softmax and their gradient.
