@@ -58,8 +58,9 @@ r = json.loads(sys.argv[1]); r["name"] = sys.argv[2]; print(json.dumps(r))' "$li
 }
 
 bf16="$work/source-bf16.gguf"
-has source && row export-bf16 "$fsq" export --format gguf --type BF16 --threads "$max_threads" --progress off "$model" "$bf16"
+has source && rm -f "$bf16" && row export-bf16 "$fsq" export --format gguf --type BF16 --threads "$max_threads" --progress off "$model" "$bf16"
 if has q4_0; then
+rm -rf "$work/llama-q4_0.gguf" "$work/fsq-q4_0.gguf" "$work/w4g32s"  # a rerun replaces them
 row llama-quantize-q4_0 "$llama/llama-quantize" --pure "$bf16" "$work/llama-q4_0.gguf" Q4_0 "$max_threads"
 row fsq-export-q4_0 "$fsq" export --format gguf --type Q4_0 --pure --rounding nearest --threads "$max_threads" \
   --progress off "$model" "$work/fsq-q4_0.gguf"
@@ -115,7 +116,7 @@ has speed && for t in $threads_list; do
   row "llama-bench-t$t" sh -c 'exec "$0" -m "$1" -t "$2" -p 512 -n 64 -r 1 -o json >"$3"' "$llama/llama-bench" \
     "$work/llama-q4_0.gguf" "$t" "$work/llama-bench-t$t.json"
   row "fsq-speed-t$t" "$fsq" eval --model "$work/w4g32s" --speed-only --prefill-lengths 512 --decode-batches 1 \
-    --decode-steps 64 --threads "$t" --progress off --json "$work/fsq-speed-t$t.json"
+    --decode-steps 64 --threads "$t" --progress off --force --json "$work/fsq-speed-t$t.json"
 done
 has memory && row llama-perplexity-bf16 "$llama/llama-perplexity" -m "$bf16" -f "$text" -c 512 --chunks 1 -t "$max_threads"
 has memory && row fsq-eval-bf16 "$fsq" eval --model "$model" --data "$text" --protocol llama.cpp --seq-len 512 --max-windows 1 \
