@@ -47,4 +47,9 @@ struct Q8Panel {
 KernelStatus q8_gemv_together_with(const Q8GemvOutput* outputs, int count, const float* x, int64_t m,
                                    int64_t x_stride, CpuIsa isa, Q8RowQuantizer quantize);
 
+// uniform_gemv_q8_reference with the activation rows quantized by `quantize`: the scalar
+// spec (integer dots per block of 32 columns, scaled in double) of every such kernel.
+KernelStatus uniform_gemv_reference_with(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride,
+                                         float* y, int64_t y_stride, Q8RowQuantizer quantize);
+
 }  // namespace fsq::cpu

@@ -124,12 +124,17 @@ bool uniform_q8_supported(const UniformWeightsView& w, CpuIsa isa) {
 
 KernelStatus uniform_gemv_q8_reference(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride,
                                        float* y, int64_t y_stride) {
+  return uniform_gemv_reference_with(w, x, m, x_stride, y, y_stride, quantize_q8_row);
+}
+
+KernelStatus uniform_gemv_reference_with(const UniformWeightsView& w, const float* x, int64_t m, int64_t x_stride,
+                                         float* y, int64_t y_stride, Q8RowQuantizer quantize) {
   if (check_matmul_call(w, x, m, x_stride, y, y_stride) != KernelStatus::Ok) return KernelStatus::InvalidArgument;
   const int64_t groups = w.cols / w.group_cols;
   std::vector<int8_t> q(static_cast<size_t>(w.cols));
   std::vector<float> d(static_cast<size_t>(q8_block_count(w.cols)));
   for (int64_t i = 0; i < m; ++i) {
-    quantize_q8_row(x + i * x_stride, w.cols, q.data(), d.data());
+    quantize(x + i * x_stride, w.cols, q.data(), d.data());
     for (int64_t n = 0; n < w.rows; ++n) {
       const uint32_t* row = w.words + n * w.words_per_row;
       double sum = 0.0;
