@@ -89,8 +89,9 @@ const float* element_weights(const std::vector<float>& x, const std::vector<floa
   return proxy.data();
 }
 
+// `nearest`: a type can_round_nearest takes, rounded plainly (then `importance` is unused).
 void write_row(GgmlType to, const float* x, int64_t n, const float* importance, bool nearest, std::byte* dst) {
-  if (nearest && can_round_nearest(to)) {
+  if (nearest) {
     round_row_nearest(to, {x, static_cast<size_t>(n)}, {dst, static_cast<size_t>(*ggml_nbytes(to, n))});
     return;
   }

@@ -5,6 +5,8 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -121,6 +123,16 @@ void expect_plan_brackets_peak_rss(const fs::path& quantize_json, double max_ove
                                  << predicted / kMiB << " MiB";
   EXPECT_LE(predicted, max_over_prediction * measured)
       << quantize_json << ": measured " << measured / kMiB << " MiB, predicted " << predicted / kMiB << " MiB";
+}
+
+std::pair<int, std::string> shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, ""};
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 size_t lines(const std::string& s) {

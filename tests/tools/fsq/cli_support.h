@@ -4,15 +4,25 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
 #include "temp_dir.h"
+
+// Skips a test that runs llama.cpp's tools unless FSQ_LLAMA_CPP_BIN names their folder.
+#define FSQ_REQUIRE_LLAMA_CPP()                                                                           \
+  do {                                                                                                    \
+    if (std::getenv("FSQ_LLAMA_CPP_BIN") == nullptr)                                                      \
+      GTEST_SKIP() << "FSQ_LLAMA_CPP_BIN is not set: run scripts/llama-cpp.sh and point it at the folder " \
+                      "it prints (scripts/test.sh does under CI)";                                        \
+  } while (0)
 
 namespace fsq::clitest {
 
@@ -65,6 +75,9 @@ void copy_model_side_files(const std::filesystem::path& dir);
 nlohmann::json read_json(const std::filesystem::path& p);
 // Number of '\n' in s.
 size_t lines(const std::string& s);
+// Runs a shell command line (a tool outside fsq, e.g. llama.cpp's); returns its exit status
+// (-1 when it did not exit normally) and its stdout + stderr.
+std::pair<int, std::string> shell(const std::string& cmd);
 
 // The quantize memory plan must never under-predict and stay useful as a limit: for the
 // `fsq quantize --json` summary, measured peak RSS <= predicted <= kPlanMaxOverPrediction x measured.

@@ -5,8 +5,6 @@
 // Bad requests are refused with one line and no file.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -25,24 +23,6 @@ constexpr double kSameWeights = 1e-9;
 // order of accumulation inside dot products of 576..1536 terms (relative error ~1e-6 per
 // logit); measured 4e-5 on the source model.
 constexpr double kSameArithmetic = 1e-3;
-
-#define FSQ_REQUIRE_LLAMA_CPP()                                                                           \
-  do {                                                                                                    \
-    if (std::getenv("FSQ_LLAMA_CPP_BIN") == nullptr)                                                      \
-      GTEST_SKIP() << "FSQ_LLAMA_CPP_BIN is not set: run scripts/llama-cpp.sh and point it at the folder " \
-                      "it prints (scripts/test.sh does under CI)";                                        \
-  } while (0)
-
-// Runs a shell command, returning its exit status and stdout + stderr.
-std::pair<int, std::string> shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, ""};
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 double final_ppl(const std::string& log) {
   std::smatch m;

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "cli_support.h"
 #include "formats/gguf/gguf_reader.h"
@@ -15,18 +14,6 @@ namespace fsq::clitest {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Runs llama-quantize --pure SOURCE OUT TYPE on one thread; "" on success, else its log.
-std::string llama_quantize_pure(const fs::path& source, const fs::path& out, const std::string& type) {
-  const fs::path log = out.string() + ".log";
-  const std::string cmd = "'" + std::string(std::getenv("FSQ_LLAMA_CPP_BIN")) + "/llama-quantize' --pure '" +
-                          source.string() + "' '" + out.string() + "' " + type + " 1 >'" + log.string() + "' 2>&1";
-  if (std::system(cmd.c_str()) == 0) return "";
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  return "llama-quantize failed: " + text.str();
-}
 
 // Every tensor of `ours` has the type and bytes of the same-named tensor of `theirs`.
 void expect_same_tensors(const fs::path& ours, const fs::path& theirs, const std::string& label) {
@@ -44,13 +31,6 @@ void expect_same_tensors(const fs::path& ours, const fs::path& theirs, const std
   EXPECT_GT(matrices, 0) << label;
 }
 
-#define FSQ_REQUIRE_LLAMA_QUANTIZE()                                                          \
-  do {                                                                                        \
-    if (std::getenv("FSQ_LLAMA_CPP_BIN") == nullptr)                                          \
-      GTEST_SKIP() << "FSQ_LLAMA_CPP_BIN is not set: run scripts/llama-cpp.sh and point it at " \
-                      "the folder it prints (scripts/test.sh does under CI)";                 \
-  } while (0)
-
 void expect_llama_quantize_bytes(const fs::path& folder, const std::vector<std::string>& types) {
   const testing::TempDir dir("fsq-cli-export-nearest");
   const fs::path f32 = dir / "f32.gguf";
@@ -62,21 +42,22 @@ void expect_llama_quantize_bytes(const fs::path& folder, const std::vector<std::
     RunResult r = run_fsq({"export", "--format", "gguf", "--type", type, "--pure", "--rounding", "nearest",
                            "--threads", "2", "--progress", "off", folder.string(), ours.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const std::string failed = llama_quantize_pure(f32, theirs, type);
-    ASSERT_EQ(failed, "");
+    auto [rc, log] = shell("'" + std::string(std::getenv("FSQ_LLAMA_CPP_BIN")) + "/llama-quantize' --pure '" +
+                           f32.string() + "' '" + theirs.string() + "' " + type + " 1");
+    ASSERT_EQ(rc, 0) << log;
     expect_same_tensors(ours, theirs, folder.filename().string() + " " + type);
   }
 }
 
 TEST(CliExportNearest, Stories260kBlocksAreLlamaQuantizesBytes) {
   FSQ_REQUIRE_SHARED("models/stories260K/model.safetensors");
-  FSQ_REQUIRE_LLAMA_QUANTIZE();
+  FSQ_REQUIRE_LLAMA_CPP();
   expect_llama_quantize_bytes(testing::stories260k_dir(), {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"});
 }
 
 TEST(CliExportNearest, Smollm2Q4_0BlocksAreLlamaQuantizesBytes) {
   FSQ_REQUIRE_SMOLLM2_HF();
-  FSQ_REQUIRE_LLAMA_QUANTIZE();
+  FSQ_REQUIRE_LLAMA_CPP();
   expect_llama_quantize_bytes(testing::smollm2_hf(), {"Q4_0"});
 }
 
